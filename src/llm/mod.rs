@@ -1,0 +1,23 @@
+//! Language models: GGUF files, chat templates, grammars, and inference with llama.cpp.
+
+pub mod arch;
+pub mod bench;
+pub mod engine;
+pub mod fake;
+pub mod gguf;
+pub mod grammar;
+pub mod library;
+pub mod llama;
+mod llama_log;
+pub mod memory;
+pub mod stream;
+pub mod template;
+pub mod tokens;
+
+pub use engine::{
+    CancelToken, Completion, GenerateRequest, Generation, GenerationEvent, LanguageModel, LlmError,
+    ModelDescriptor, Prompt, PromptSegment, SamplingParams, StopReason, Usage,
+};
+pub use grammar::Grammar;
+pub use llama::{LlamaEngine, LoadEvent, LoadOptions, LoadState, LoadedModel};
+pub use template::{ChatMessage, ChatTemplate};

@@ -1,0 +1,47 @@
+//! Shared helpers for the integration tests that run the real default model (SmolLM2-135M).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use burrow::llm::{LlamaEngine, LoadOptions, LoadedModel};
+
+/// The default model, fetched by the README's test command (`python3 models/fetch.py`).
+pub fn smollm2() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        p.is_file(),
+        "the default model is missing at {}: run `python3 models/fetch.py` (the README's test command does)",
+        p.display()
+    );
+    p
+}
+
+static ENGINE: OnceLock<(LlamaEngine, Arc<LoadedModel>)> = OnceLock::new();
+static EXCLUSIVE: Mutex<()> = Mutex::new(());
+
+/// Runs model work one test at a time: two tests decoding at once on a small machine make
+/// llama.cpp's threads spin against each other, and tests that reason about the KV cache must
+/// not interleave.
+pub fn exclusive() -> MutexGuard<'static, ()> {
+    EXCLUSIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The shared SmolLM2 instance, with the guard that gives the caller the model to itself.
+pub fn model() -> (MutexGuard<'static, ()>, Arc<LoadedModel>) {
+    let guard = exclusive();
+    let (_, model) = ENGINE.get_or_init(|| {
+        let engine = LlamaEngine::new().expect("llama.cpp backend");
+        let model = engine
+            .load_blocking(
+                &smollm2(),
+                &LoadOptions {
+                    context_size: Some(2048),
+                    ..Default::default()
+                },
+            )
+            .expect("SmolLM2 loads");
+        (engine, model)
+    });
+    (guard, model.clone())
+}
