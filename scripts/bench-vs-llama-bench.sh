@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 MODEL=${1:-$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 THREADS=${2:-$(nproc)}
-ROUNDS=${3:-3}
+ROUNDS=${3:-10}
 WORK=$ROOT/scripts/.llama-bench
 SDIST_VERSION=0.3.36
 log() { echo "[bench] $*" >&2; }
@@ -66,30 +66,46 @@ BURROW=$ROOT/target/release/burrow
 
 OUT=$WORK/results
 mkdir -p "$OUT"
-rm -f "$OUT"/*.json*
+rm -f "$OUT"/*.jsonl
+# The machines are noisy (the same run varies by +-20%), so each round runs one short
+# measurement of each side back to back, and the report uses medians over rounds and the median
+# of the per-round ratios (paired, so slow drift cancels).
+compact() { python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))'; }
 for round in $(seq 1 "$ROUNDS"); do
-  log "round $round/$ROUNDS: llama-bench"
-  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 512 -n 128 -r 3 -o jsonl >>"$OUT/llama-bench.jsonl" 2>/dev/null
-  log "round $round/$ROUNDS: burrow bench"
-  "$BURROW" bench --model "$MODEL" --threads "$THREADS" --repetitions 3 --json >"$OUT/burrow-$round.json"
+  log "round $round/$ROUNDS"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 512 -n 0 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-prefill.jsonl"
+  "$BURROW" bench --model "$MODEL" --threads "$THREADS" --tests prefill --repetitions 1 --json \
+    | compact >>"$OUT/bu-prefill.jsonl"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 0 -n 128 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-decode.jsonl"
+  "$BURROW" bench --model "$MODEL" --threads "$THREADS" --tests decode --repetitions 1 --json \
+    | compact >>"$OUT/bu-decode.jsonl"
 done
+log "burrow: grammar and KV reuse"
+"$BURROW" bench --model "$MODEL" --threads "$THREADS" --tests grammar,reuse --repetitions "$ROUNDS" --json \
+  | compact >"$OUT/bu-other.jsonl"
 
-python3 - "$OUT" "$THREADS" <<'EOF'
-import glob, json, statistics, sys
-out, threads = sys.argv[1], sys.argv[2]
-lb = [json.loads(l) for l in open(f"{out}/llama-bench.jsonl") if l.strip()]
-pp = statistics.median(r["avg_ts"] for r in lb if r["n_prompt"] == 512 and r["n_gen"] == 0)
-tg = statistics.median(r["avg_ts"] for r in lb if r["n_gen"] == 128 and r["n_prompt"] == 0)
-bu = [json.load(open(f)) for f in sorted(glob.glob(f"{out}/burrow-*.json"))]
-bpp = statistics.median(b["prefill_tps"] for b in bu)
-btg = statistics.median(b["decode_tps"] for b in bu)
-gr = statistics.median(b["grammar_ratio"] for b in bu)
-reuse = statistics.median(b["reuse_speedup"] for b in bu)
-load = statistics.median(b["load_ms"] for b in bu)
-print(f"threads {threads}, {len(bu)} rounds (medians)")
-print(f"prefill 512:  llama-bench {pp:8.1f} tok/s   burrow {bpp:8.1f} tok/s   ratio {bpp/pp:.2f}x")
-print(f"decode 128:   llama-bench {tg:8.1f} tok/s   burrow {btg:8.1f} tok/s   ratio {btg/tg:.2f}x")
-print(f"grammar decode / unconstrained (burrow): {gr:.2f}x")
-print(f"follow-up TTFT, full / reuse (burrow):   {reuse:.1f}x")
-print(f"model load (burrow): {load:.0f} ms")
+python3 - "$OUT" "$THREADS" "$ROUNDS" <<'EOF'
+import json, statistics, sys
+out, threads, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = lambda name: [json.loads(l) for l in open(f"{out}/{name}.jsonl") if l.strip()]
+lb_pp = [r["avg_ts"] for r in rows("lb-prefill")]
+lb_tg = [r["avg_ts"] for r in rows("lb-decode")]
+bu_pp = [r["prefill_tps"] for r in rows("bu-prefill")]
+bu_tg = [r["decode_tps"] for r in rows("bu-decode")]
+other = rows("bu-other")[0]
+med = statistics.median
+def line(name, lb, bu):
+    paired = med(b / l for l, b in zip(lb, bu))
+    print(f"{name}  llama-bench {med(lb):7.1f} tok/s   burrow {med(bu):7.1f} tok/s   "
+          f"ratio of medians {med(bu)/med(lb):.2f}x   median paired ratio {paired:.2f}x")
+print(f"threads {threads}, {rounds} alternating rounds")
+line("prefill 512:", lb_pp, bu_pp)
+line("decode 128: ", lb_tg, bu_tg)
+print(f"grammar decode / unconstrained (burrow): {other['grammar_ratio']:.2f}x "
+      f"({other['grammar_decode_tps']:.1f} vs {other['grammar_baseline_tps']:.1f} tok/s)")
+if other.get("llguidance_ratio") is not None:
+    print(f"llguidance decode / unconstrained (burrow): {other['llguidance_ratio']:.2f}x")
+print(f"follow-up TTFT, full / reuse (burrow):   {other['reuse_speedup']:.1f}x "
+      f"({other['ttft_full_ms']:.0f} ms vs {other['ttft_reuse_ms']:.0f} ms)")
+print(f"model load (burrow): {other['load_ms']:.0f} ms; metadata read: {other['metadata_ms']:.2f} ms")
 EOF

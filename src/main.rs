@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use burrow::config::BurrowHome;
-use burrow::llm::bench::{run_bench, BenchOptions};
+use burrow::llm::bench::{run_bench, BenchOptions, BenchTests};
 use burrow::llm::engine::human_bytes;
 use burrow::llm::library::{self, Catalogue, ModelInfo, ModelSource, ResolvedModel};
 use burrow::llm::llama::{LoadEvent, MemoryEstimate};
@@ -78,6 +78,9 @@ enum TemplateCommand {
         /// The time `strftime_now` sees (RFC 3339); default: now.
         #[arg(long, value_name = "RFC3339")]
         now: Option<String>,
+        /// Print `{"ok": true, "text": ...}` or `{"ok": false, "error": ...}`.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -154,6 +157,9 @@ struct BenchArgs {
     /// Repetitions of each measurement (the median is reported).
     #[arg(long, default_value_t = 3)]
     repetitions: usize,
+    /// Which measurements: a comma-separated list of prefill, decode, grammar, reuse.
+    #[arg(long, default_value = "prefill,decode,grammar,reuse")]
+    tests: String,
     #[arg(long)]
     json: bool,
 }
@@ -188,7 +194,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 template,
                 context,
                 now,
-            } => template_render(&template, &context, now.as_deref()),
+                json,
+            } => template_render(&template, &context, now.as_deref(), json),
         },
         Command::Bench(args) => bench(&home, args),
     }
@@ -381,7 +388,12 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn template_render(template: &Path, context: &Path, now: Option<&str>) -> Result<ExitCode> {
+fn template_render(
+    template: &Path,
+    context: &Path,
+    now: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
     let source = std::fs::read_to_string(template)
         .with_context(|| format!("cannot read the template {}", template.display()))?;
     let ctx_text = std::fs::read_to_string(context)
@@ -397,6 +409,18 @@ fn template_render(template: &Path, context: &Path, now: Option<&str>) -> Result
         }
     };
     let rendered = ChatTemplate::with_clock(&source, clock).and_then(|t| t.render_json(&ctx));
+    if json {
+        let out = match &rendered {
+            Ok(text) => serde_json::json!({"ok": true, "text": text}),
+            Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(if rendered.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     match rendered {
         Ok(text) => {
             let mut out = std::io::stdout().lock();
@@ -606,12 +630,13 @@ fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
         &BenchOptions {
             load: args.model.load_options(),
             repetitions: args.repetitions.max(1),
+            tests: BenchTests::parse(&args.tests).map_err(|e| anyhow!("--tests: {e}"))?,
         },
     )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{report}");
+        print!("{report}");
     }
     Ok(ExitCode::SUCCESS)
 }

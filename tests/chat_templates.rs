@@ -1,23 +1,29 @@
 //! Issue #2: every real chat template in ../shared/fixtures/chat-templates renders byte for byte
 //! as Hugging Face transformers (Python jinja2) renders it, and errors where the reference errors.
+//! Besides the shared contexts, tests/fixtures/chat-templates adds contexts for what Burrow sends
+//! that they do not cover (null content with tool calls, `tools: None`, Unicode and escapes, no
+//! generation prompt), rendered by the same reference script (render_ref.py).
 
 use std::path::{Path, PathBuf};
 
 use burrow::llm::template::{fixed_clock, ChatTemplate};
 
-fn fixtures() -> PathBuf {
+fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/chat-templates")
 }
 
-#[test]
-fn every_fixture_pair_matches_the_reference() {
-    let root = fixtures();
-    assert!(root.is_dir(), "fixtures missing at {}", root.display());
+fn ours() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chat-templates")
+}
+
+/// Checks every template against every context in `root/contexts`, with references in
+/// `root/expected/<context>/`. Returns (pairs checked, failures).
+fn check_all(root: &Path) -> (usize, Vec<String>) {
     let at = chrono::NaiveDate::from_ymd_opt(2025, 1, 15)
         .unwrap()
         .and_hms_opt(12, 0, 0)
         .unwrap();
-    let mut templates: Vec<PathBuf> = std::fs::read_dir(root.join("templates"))
+    let mut templates: Vec<PathBuf> = std::fs::read_dir(shared().join("templates"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "jinja"))
@@ -28,18 +34,22 @@ fn every_fixture_pair_matches_the_reference() {
         "found only {} templates",
         templates.len()
     );
+    let mut contexts: Vec<PathBuf> = std::fs::read_dir(root.join("contexts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    contexts.sort();
     let mut failures = Vec::new();
     let mut checked = 0;
-    for context in ["basic", "tools", "toolcall"] {
-        let ctx: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(root.join("contexts").join(format!("{context}.json")))
-                .unwrap(),
-        )
-        .unwrap();
+    for ctx_path in &contexts {
+        let context = ctx_path.file_stem().unwrap().to_string_lossy().to_string();
+        let ctx: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(ctx_path).unwrap()).unwrap();
         for tpath in &templates {
             let name = tpath.file_name().unwrap().to_string_lossy().to_string();
             let src = std::fs::read_to_string(tpath).unwrap();
-            let expected_dir = root.join("expected").join(context);
+            let expected_dir = root.join("expected").join(&context);
             let out_path = expected_dir.join(format!("{name}.out"));
             let err_path = expected_dir.join(format!("{name}.err"));
             let result =
@@ -75,7 +85,27 @@ fn every_fixture_pair_matches_the_reference() {
             }
         }
     }
-    assert!(checked >= 120);
+    (checked, failures)
+}
+
+#[test]
+fn every_shared_fixture_pair_matches_the_reference() {
+    let root = shared();
+    assert!(root.is_dir(), "fixtures missing at {}", root.display());
+    let (checked, failures) = check_all(&root);
+    assert!(checked >= 120, "only {checked} pairs");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} pairs fail:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn burrows_own_contexts_match_the_reference() {
+    let (checked, failures) = check_all(&ours());
+    assert!(checked >= 120, "only {checked} pairs");
     assert!(
         failures.is_empty(),
         "{} of {checked} pairs fail:\n\n{}",
@@ -86,7 +116,7 @@ fn every_fixture_pair_matches_the_reference() {
 
 /// The text around byte `at`, for a readable diff.
 fn around(s: &str, at: usize) -> &str {
-    let mut start = at.saturating_sub(40);
+    let mut start = at.saturating_sub(40).min(s.len());
     while !s.is_char_boundary(start) {
         start -= 1;
     }
@@ -94,5 +124,5 @@ fn around(s: &str, at: usize) -> &str {
     while !s.is_char_boundary(end) {
         end += 1;
     }
-    &s[start.min(s.len())..end]
+    &s[start..end]
 }

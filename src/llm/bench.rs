@@ -1,49 +1,100 @@
 //! `burrow bench`: what a model does on this machine. Prompt processing (a 512-token prompt),
 //! generation (128 tokens), generation under a ReAct-action JSON grammar, and time to first
 //! token of a follow-up turn with KV-cache reuse against full re-evaluation. Each figure is the
-//! median of several runs, measured side by side in one process.
+//! median of several runs, and the figures that are compared (grammar against none, reuse against
+//! none) are measured alternately in the same process.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Serialize;
 
 use super::engine::{Completion, GenerateRequest, LanguageModel, LlmError, Prompt, SamplingParams};
 use super::grammar::Grammar;
-use super::llama::{LlamaEngine, LoadOptions, LoadedModel};
+use super::library::{ModelInfo, ModelSource};
+use super::llama::{GrammarBackend, LlamaEngine, LoadOptions, LoadedModel};
 use super::template::ChatMessage;
+
+/// Which measurements to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchTests {
+    pub prefill: bool,
+    pub decode: bool,
+    pub grammar: bool,
+    pub reuse: bool,
+}
+
+impl BenchTests {
+    pub const ALL: BenchTests = BenchTests {
+        prefill: true,
+        decode: true,
+        grammar: true,
+        reuse: true,
+    };
+
+    /// Parses a comma-separated list of `prefill`, `decode`, `grammar`, `reuse`.
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let mut t = BenchTests {
+            prefill: false,
+            decode: false,
+            grammar: false,
+            reuse: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match name {
+                "prefill" => t.prefill = true,
+                "decode" => t.decode = true,
+                "grammar" => t.grammar = true,
+                "reuse" => t.reuse = true,
+                other => {
+                    return Err(format!(
+                        "unknown benchmark {other:?} (choose from prefill, decode, grammar, reuse)"
+                    ))
+                }
+            }
+        }
+        Ok(t)
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     pub load: LoadOptions,
     pub repetitions: usize,
+    pub tests: BenchTests,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct BenchReport {
     pub model: String,
     pub path: PathBuf,
     pub threads: u32,
     pub context_size: u32,
-    pub load_ms: f64,
-    pub prefill_tokens: usize,
-    pub prefill_tps: f64,
-    pub decode_tokens: usize,
-    pub decode_tps: f64,
-    /// Tokens generated under the grammar (the model ends when the JSON is complete).
-    pub grammar_decode_tokens: usize,
-    pub grammar_decode_tps: f64,
-    /// Unconstrained decode of the same prompt and the same number of tokens, measured
-    /// alongside, for the ratio.
-    pub grammar_baseline_tps: f64,
-    pub grammar_ratio: f64,
-    pub history_tokens: usize,
-    pub followup_new_tokens: usize,
-    pub ttft_reuse_ms: f64,
-    pub ttft_full_ms: f64,
-    pub reuse_speedup: f64,
     pub repetitions: usize,
+    pub load_ms: f64,
+    /// Reading and validating the GGUF header.
+    pub metadata_ms: f64,
+    pub prefill_tokens: Option<usize>,
+    pub prefill_tps: Option<f64>,
+    pub decode_tokens: Option<usize>,
+    pub decode_tps: Option<f64>,
+    /// Tokens generated under the grammar (the model ends when the JSON is complete).
+    pub grammar_decode_tokens: Option<usize>,
+    pub grammar_decode_tps: Option<f64>,
+    /// Unconstrained decode of the same prompt and the same number of tokens, measured
+    /// alternately with the constrained runs.
+    pub grammar_baseline_tps: Option<f64>,
+    pub grammar_ratio: Option<f64>,
+    /// The same constrained generation with llguidance's masks (builds with `llguidance`).
+    pub llguidance_decode_tps: Option<f64>,
+    pub llguidance_ratio: Option<f64>,
+    pub history_tokens: Option<usize>,
+    pub followup_new_tokens: Option<usize>,
+    pub ttft_reuse_ms: Option<f64>,
+    pub ttft_full_ms: Option<f64>,
+    pub reuse_speedup: Option<f64>,
 }
 
 impl fmt::Display for BenchReport {
@@ -54,30 +105,56 @@ impl fmt::Display for BenchReport {
             "threads:    {}   context: {}   runs: {} (medians)",
             self.threads, self.context_size, self.repetitions
         )?;
-        writeln!(f, "load:       {:.0} ms", self.load_ms)?;
         writeln!(
             f,
-            "prefill:    {:.1} tok/s ({} tokens)",
-            self.prefill_tps, self.prefill_tokens
+            "load:       {:.0} ms (metadata {:.2} ms)",
+            self.load_ms, self.metadata_ms
         )?;
-        writeln!(
-            f,
-            "decode:     {:.1} tok/s ({} tokens)",
-            self.decode_tps, self.decode_tokens
-        )?;
-        writeln!(
-            f,
-            "grammar:    {:.1} tok/s ({} tokens) vs {:.1} tok/s unconstrained: {:.2}x",
+        if let (Some(tps), Some(n)) = (self.prefill_tps, self.prefill_tokens) {
+            writeln!(f, "prefill:    {tps:.1} tok/s ({n} tokens)")?;
+        }
+        if let (Some(tps), Some(n)) = (self.decode_tps, self.decode_tokens) {
+            writeln!(f, "decode:     {tps:.1} tok/s ({n} tokens)")?;
+        }
+        if let (Some(tps), Some(n), Some(base), Some(r)) = (
             self.grammar_decode_tps,
             self.grammar_decode_tokens,
             self.grammar_baseline_tps,
-            self.grammar_ratio
-        )?;
-        write!(
-            f,
-            "follow-up:  first token {:.1} ms with KV reuse vs {:.1} ms re-evaluating {} tokens: {:.1}x ({} new tokens)",
-            self.ttft_reuse_ms, self.ttft_full_ms, self.history_tokens + self.followup_new_tokens, self.reuse_speedup, self.followup_new_tokens
-        )
+            self.grammar_ratio,
+        ) {
+            writeln!(
+                f,
+                "grammar:    {tps:.1} tok/s ({n} tokens) vs {base:.1} tok/s unconstrained: {r:.2}x"
+            )?;
+        }
+        if let (Some(tps), Some(r)) = (self.llguidance_decode_tps, self.llguidance_ratio) {
+            writeln!(
+                f,
+                "llguidance: {tps:.1} tok/s under the same schema: {r:.2}x"
+            )?;
+        }
+        if let (Some(reuse), Some(full), Some(s), Some(h), Some(n)) = (
+            self.ttft_reuse_ms,
+            self.ttft_full_ms,
+            self.reuse_speedup,
+            self.history_tokens,
+            self.followup_new_tokens,
+        ) {
+            writeln!(
+                f,
+                "follow-up:  first token {reuse:.1} ms with KV reuse vs {full:.1} ms re-evaluating all {} tokens: {s:.1}x ({n} new tokens)",
+                h + n
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
     }
 }
 
@@ -113,7 +190,8 @@ fn text_of_tokens(model: &dyn LanguageModel, n: usize) -> Result<String, LlmErro
     Ok(words[..lo].join(" "))
 }
 
-fn react_schema() -> serde_json::Value {
+/// The action a ReAct step emits, as the agent constrains it.
+pub fn react_action_schema() -> serde_json::Value {
     serde_json::json!({
         "type": "object",
         "properties": {
@@ -137,143 +215,174 @@ fn run_one(model: &LoadedModel, req: GenerateRequest, clear: bool) -> Result<Com
 }
 
 pub fn run_bench(path: &Path, opts: &BenchOptions) -> Result<BenchReport, LlmError> {
+    let reps = opts.repetitions.max(1);
+    let mut metadata = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        ModelInfo::from_path(path, ModelSource::Path)?;
+        metadata.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
     let engine = LlamaEngine::new()?;
     let model: Arc<LoadedModel> = engine.load_blocking(path, &opts.load)?;
-    let reps = opts.repetitions.max(1);
-    let greedy = SamplingParams::greedy();
-
-    // Prompt processing: a 512-token prompt into an empty cache.
-    let prompt512 = text_of_tokens(model.as_ref(), 512)?;
-    let prefill_req = || {
-        GenerateRequest::new(Prompt::Text(prompt512.clone()))
-            .sampling(greedy.clone())
-            .max_tokens(1)
-    };
-    run_one(&model, prefill_req(), true)?; // warm-up
-    let mut prefill = Vec::new();
-    let mut prefill_tokens = 0;
-    for _ in 0..reps {
-        let c = run_one(&model, prefill_req(), true)?;
-        prefill_tokens = c.usage.prompt_tokens;
-        prefill.push(c.usage.prefill_tokens_per_s());
-    }
-
-    // Generation: 128 tokens from a short prompt, end-of-turn masked so every run is full length.
-    let decode_req = || {
-        GenerateRequest::new(Prompt::Text("Once upon a time".into()))
-            .sampling(greedy.clone())
-            .max_tokens(128)
-            .ignore_eos(true)
-    };
-    let mut decode = Vec::new();
-    let mut decode_tokens = 0;
-    for _ in 0..reps {
-        let c = run_one(&model, decode_req(), true)?;
-        decode_tokens = c.usage.generated_tokens;
-        decode.push(c.usage.decode_tokens_per_s());
-    }
-
-    // Constrained generation: a ReAct action under its JSON grammar, against unconstrained
-    // generation of the same prompt and length, interleaved.
-    let action_prompt = Prompt::chat(vec![
-        ChatMessage::system("You are a coding agent. Reply with one JSON action."),
-        ChatMessage::user(
-            "Find where the configuration file is parsed and explain the error handling in detail.",
-        ),
-    ]);
-    let mut grammar_tps = Vec::new();
-    let mut baseline_tps = Vec::new();
-    let mut grammar_tokens = 0;
-    for _ in 0..reps {
-        let c = run_one(
-            &model,
-            GenerateRequest::new(action_prompt.clone())
-                .sampling(greedy.clone())
-                .grammar(Grammar::JsonSchema(react_schema()))
-                .max_tokens(160),
-            true,
-        )?;
-        grammar_tokens = c.usage.generated_tokens;
-        grammar_tps.push(c.usage.decode_tokens_per_s());
-        let b = run_one(
-            &model,
-            GenerateRequest::new(action_prompt.clone())
-                .sampling(greedy.clone())
-                .max_tokens(grammar_tokens.max(2))
-                .ignore_eos(true),
-            true,
-        )?;
-        baseline_tps.push(b.usage.decode_tokens_per_s());
-    }
-
-    // Follow-up turn: ~450 tokens of history, then ~40 new tokens.
-    let history_text = text_of_tokens(model.as_ref(), 420)?;
-    let mut history = vec![
-        ChatMessage::system(
-            "You are Burrow, an agent that answers questions about the user's code.",
-        ),
-        ChatMessage::user(format!(
-            "Here is what I know about the project: {history_text}"
-        )),
-        ChatMessage::assistant("Understood. What would you like to know?"),
-    ];
-    let history_tokens = model.count_tokens(&model.render_chat(&history, None)?)?;
-    let followup = "Which module reads the configuration file, and what happens when a file cannot be read during a search? Answer briefly.";
-    history.push(ChatMessage::user(followup));
-    let followup_req = || {
-        GenerateRequest::new(Prompt::chat(history.clone()))
-            .sampling(greedy.clone())
-            .max_tokens(1)
-    };
-    let primed = &history[..3];
-    let mut reuse = Vec::new();
-    let mut full = Vec::new();
-    let mut new_tokens = 0;
-    for _ in 0..reps {
-        // With reuse: the history is already in the cache from the previous turn.
-        run_one(
-            &model,
-            GenerateRequest::new(Prompt::chat(primed.to_vec()))
-                .sampling(greedy.clone())
-                .max_tokens(1),
-            true,
-        )?;
-        let c = run_one(&model, followup_req(), false)?;
-        new_tokens = c.usage.prompt_tokens - c.usage.cached_tokens;
-        reuse.push(c.usage.time_to_first_token_ms);
-        let f = run_one(&model, followup_req(), true)?;
-        full.push(f.usage.time_to_first_token_ms);
-    }
-
-    let (grammar_decode_tps, grammar_baseline_tps) = (median(grammar_tps), median(baseline_tps));
-    let (ttft_reuse_ms, ttft_full_ms) = (median(reuse), median(full));
-    Ok(BenchReport {
+    let mut report = BenchReport {
         model: model.info().name.clone(),
         path: path.to_path_buf(),
         threads: model.options().threads,
         context_size: model.options().context_size,
-        load_ms: model.load_ms(),
-        prefill_tokens,
-        prefill_tps: median(prefill),
-        decode_tokens,
-        decode_tps: median(decode),
-        grammar_decode_tokens: grammar_tokens,
-        grammar_decode_tps,
-        grammar_baseline_tps,
-        grammar_ratio: if grammar_baseline_tps > 0.0 {
-            grammar_decode_tps / grammar_baseline_tps
-        } else {
-            0.0
-        },
-        history_tokens,
-        followup_new_tokens: new_tokens,
-        ttft_reuse_ms,
-        ttft_full_ms,
-        reuse_speedup: if ttft_reuse_ms > 0.0 {
-            ttft_full_ms / ttft_reuse_ms
-        } else {
-            0.0
-        },
         repetitions: reps,
-    })
+        load_ms: model.load_ms(),
+        metadata_ms: median(metadata),
+        ..Default::default()
+    };
+    let greedy = SamplingParams::greedy();
+
+    if opts.tests.prefill {
+        let prompt512 = text_of_tokens(model.as_ref(), 512)?;
+        let req = || {
+            GenerateRequest::new(Prompt::Text(prompt512.clone()))
+                .sampling(greedy.clone())
+                .max_tokens(1)
+        };
+        run_one(&model, req(), true)?; // warm-up
+        let mut tps = Vec::new();
+        for _ in 0..reps {
+            let c = run_one(&model, req(), true)?;
+            report.prefill_tokens = Some(c.usage.prompt_tokens);
+            tps.push(c.usage.prefill_tokens_per_s());
+        }
+        report.prefill_tps = Some(median(tps));
+    }
+
+    if opts.tests.decode {
+        // 128 tokens from a short prompt; end-of-turn is masked so every run is full length.
+        let req = || {
+            GenerateRequest::new(Prompt::Text("Once upon a time".into()))
+                .sampling(greedy.clone())
+                .max_tokens(128)
+                .ignore_eos(true)
+        };
+        let mut tps = Vec::new();
+        for _ in 0..reps {
+            let c = run_one(&model, req(), true)?;
+            report.decode_tokens = Some(c.usage.generated_tokens);
+            tps.push(c.usage.decode_tokens_per_s());
+        }
+        report.decode_tps = Some(median(tps));
+    }
+
+    if opts.tests.grammar {
+        let prompt = Prompt::chat(vec![
+            ChatMessage::system("You are a coding agent. Reply with one JSON action."),
+            ChatMessage::user(
+                "Find where the configuration file is parsed and explain the error handling in detail.",
+            ),
+        ]);
+        let constrained = || {
+            GenerateRequest::new(prompt.clone())
+                .sampling(greedy.clone())
+                .grammar(Grammar::JsonSchema(react_action_schema()))
+                .max_tokens(160)
+        };
+        let (mut grammar, mut baseline, mut llg) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..reps {
+            let c = run_one(&model, constrained(), true)?;
+            let n = c.usage.generated_tokens;
+            report.grammar_decode_tokens = Some(n);
+            grammar.push(c.usage.decode_tokens_per_s());
+            let b = run_one(
+                &model,
+                GenerateRequest::new(prompt.clone())
+                    .sampling(greedy.clone())
+                    .max_tokens(n.max(2))
+                    .ignore_eos(true),
+                true,
+            )?;
+            baseline.push(b.usage.decode_tokens_per_s());
+            if cfg!(feature = "llguidance") {
+                model.set_grammar_backend(GrammarBackend::Llguidance)?;
+                let l = run_one(&model, constrained(), true);
+                model.set_grammar_backend(GrammarBackend::Gbnf)?;
+                llg.push(l?.usage.decode_tokens_per_s());
+            }
+        }
+        let (g, b) = (median(grammar), median(baseline));
+        report.grammar_decode_tps = Some(g);
+        report.grammar_baseline_tps = Some(b);
+        report.grammar_ratio = Some(ratio(g, b));
+        if !llg.is_empty() {
+            let l = median(llg);
+            report.llguidance_decode_tps = Some(l);
+            report.llguidance_ratio = Some(ratio(l, b));
+        }
+    }
+
+    if opts.tests.reuse {
+        // A follow-up turn: ~450 tokens of history in the cache, then ~40 new tokens.
+        let history_text = text_of_tokens(model.as_ref(), 420)?;
+        let mut history = vec![
+            ChatMessage::system(
+                "You are Burrow, an agent that answers questions about the user's code.",
+            ),
+            ChatMessage::user(format!(
+                "Here is what I know about the project: {history_text}"
+            )),
+            ChatMessage::assistant("Understood. What would you like to know?"),
+        ];
+        let primed = Prompt::chat(history.clone());
+        report.history_tokens = Some(model.prompt_tokens(&primed)?.len());
+        history.push(ChatMessage::user(
+            "Which module reads the configuration file, and what happens when a file cannot be read during a search? Answer briefly.",
+        ));
+        let followup = || {
+            GenerateRequest::new(Prompt::chat(history.clone()))
+                .sampling(greedy.clone())
+                .max_tokens(1)
+        };
+        let (mut reuse, mut full) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            run_one(
+                &model,
+                GenerateRequest::new(primed.clone())
+                    .sampling(greedy.clone())
+                    .max_tokens(1),
+                true,
+            )?;
+            let c = run_one(&model, followup(), false)?;
+            report.followup_new_tokens = Some(c.usage.prompt_tokens - c.usage.cached_tokens);
+            reuse.push(c.usage.time_to_first_token_ms);
+            let f = run_one(&model, followup(), true)?;
+            full.push(f.usage.time_to_first_token_ms);
+        }
+        let (r, f) = (median(reuse), median(full));
+        report.ttft_reuse_ms = Some(r);
+        report.ttft_full_ms = Some(f);
+        report.reuse_speedup = Some(ratio(f, r));
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_selection_parses() {
+        assert_eq!(
+            BenchTests::parse("prefill,decode,grammar,reuse").unwrap(),
+            BenchTests::ALL
+        );
+        let d = BenchTests::parse("decode").unwrap();
+        assert!(d.decode && !d.prefill && !d.grammar && !d.reuse);
+        assert!(BenchTests::parse("decode,warp")
+            .unwrap_err()
+            .contains("warp"));
+    }
+
+    #[test]
+    fn the_action_schema_is_a_valid_grammar() {
+        let g = Grammar::JsonSchema(react_action_schema())
+            .to_gbnf()
+            .unwrap();
+        assert!(g.contains("final_answer"));
+    }
 }

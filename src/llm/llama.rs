@@ -33,7 +33,7 @@ use super::engine::{
     LanguageModel, LlmError, ModelDescriptor, Prompt, PromptSegment, SamplingParams, StopReason,
     Usage,
 };
-use super::grammar::GrammarError;
+use super::grammar::{Grammar, GrammarError};
 use super::library::{ModelInfo, ModelSource};
 use super::llama_log;
 use super::memory;
@@ -161,6 +161,19 @@ impl LoadOptions {
             batch_size,
         })
     }
+}
+
+/// How constrained decoding runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrammarBackend {
+    /// llama.cpp's GBNF sampler. The token is sampled freely first and only checked against the
+    /// grammar; the grammar pass over the whole vocabulary runs only when the check fails.
+    #[default]
+    Gbnf,
+    /// llguidance's token masks, applied over the whole vocabulary at every step (needs the
+    /// `llguidance` feature; takes JSON Schema grammars). Kept for `burrow bench`'s comparison.
+    Llguidance,
 }
 
 /// Memory a model needs in host RAM, estimated from its header before loading.
@@ -545,6 +558,9 @@ pub struct LoadedModel {
     eos_text: String,
     /// Every end-of-generation token (eos, eot, eom...), masked out for `ignore_eos`.
     eog_tokens: Vec<LlamaToken>,
+    grammar_backend: Mutex<GrammarBackend>,
+    #[cfg(feature = "llguidance")]
+    tok_env: OnceLock<llguidance::toktrie::TokEnv>,
 }
 
 impl std::fmt::Debug for LoadedModel {
@@ -619,6 +635,9 @@ impl LoadedModel {
             bos_text,
             eos_text,
             eog_tokens,
+            grammar_backend: Mutex::new(GrammarBackend::default()),
+            #[cfg(feature = "llguidance")]
+            tok_env: OnceLock::new(),
         })
     }
 
@@ -638,6 +657,22 @@ impl LoadedModel {
         let (tx, rx) = std_mpsc::channel();
         self.send(Command::ClearCache(tx))?;
         rx.recv().map_err(|_| LlmError::ModelUnloaded)
+    }
+
+    /// Chooses how grammars are enforced for this model's requests.
+    pub fn set_grammar_backend(&self, backend: GrammarBackend) -> Result<(), LlmError> {
+        if backend == GrammarBackend::Llguidance && !cfg!(feature = "llguidance") {
+            return Err(LlmError::InvalidLoadOption {
+                option: "grammar_backend",
+                reason: "this build has no llguidance (build with --features llguidance)".into(),
+            });
+        }
+        *lock(&self.grammar_backend) = backend;
+        Ok(())
+    }
+
+    pub fn grammar_backend(&self) -> GrammarBackend {
+        *lock(&self.grammar_backend)
     }
 
     /// How many tokens the KV cache holds now.
@@ -798,7 +833,7 @@ impl LoadedModel {
         &self,
         model: &LlamaModel,
         params: &SamplingParams,
-        gbnf: Option<&str>,
+        grammar: Option<(&Grammar, &str)>,
         ignore_eos: bool,
     ) -> Result<(LlamaSampler, Option<LlamaSampler>), LlmError> {
         let mut chain = Vec::new();
@@ -836,9 +871,13 @@ impl LoadedModel {
             chain.push(LlamaSampler::dist(seed));
         }
         let chain = LlamaSampler::chain(chain, true);
-        let grammar = match gbnf {
+        let grammar = match grammar {
             None => None,
-            Some(g) => {
+            #[cfg(feature = "llguidance")]
+            Some((g, _)) if self.grammar_backend() == GrammarBackend::Llguidance => {
+                Some(self.llguidance_sampler(model, g)?)
+            }
+            Some((_, g)) => {
                 let mark = llama_log::mark();
                 match LlamaSampler::grammar(model, g, "root") {
                     Ok(s) => Some(s),
@@ -852,6 +891,34 @@ impl LoadedModel {
             }
         };
         Ok((chain, grammar))
+    }
+
+    #[cfg(feature = "llguidance")]
+    fn llguidance_sampler(
+        &self,
+        model: &LlamaModel,
+        grammar: &Grammar,
+    ) -> Result<LlamaSampler, LlmError> {
+        let Grammar::JsonSchema(schema) = grammar else {
+            return Err(GrammarError::Rejected {
+                reason: "the llguidance backend takes JSON Schema grammars".into(),
+            }
+            .into());
+        };
+        let env = self
+            .tok_env
+            .get_or_init(|| LlamaSampler::llguidance_tok_env(model));
+        let rejected = |e: String| LlmError::from(GrammarError::Rejected { reason: e });
+        let factory =
+            llguidance::ParserFactory::new_simple(env).map_err(|e| rejected(e.to_string()))?;
+        let parser = factory.create_parser(llguidance::api::TopLevelGrammar::from_json_schema(
+            schema.clone(),
+        ));
+        let matcher = llguidance::Matcher::new(parser);
+        if let Some(e) = matcher.get_error() {
+            return Err(rejected(e));
+        }
+        Ok(LlamaSampler::from(matcher))
     }
 }
 
@@ -949,15 +1016,18 @@ impl LanguageModel for LoadedModel {
         let (chain, grammar) = self.build_samplers(
             &model,
             &request.sampling,
-            gbnf.as_deref(),
+            request.grammar.as_ref().zip(gbnf.as_deref()),
             request.ignore_eos,
         )?;
+        let grammar_first =
+            grammar.is_some() && self.grammar_backend() == GrammarBackend::Llguidance;
         let (generation, sink) = Generation::channel();
         *lock(&self.active) = Some(generation.cancel_token());
         let job = Job {
             tokens,
             chain,
             grammar,
+            grammar_first,
             stop: request.stop,
             max_tokens: request.max_tokens,
             sink,
@@ -1005,6 +1075,9 @@ struct Job {
     tokens: Vec<LlamaToken>,
     chain: LlamaSampler,
     grammar: Option<LlamaSampler>,
+    /// Mask with the grammar before sampling at every step (llguidance), instead of checking
+    /// the freely sampled token first.
+    grammar_first: bool,
     stop: Vec<String>,
     max_tokens: Option<usize>,
     sink: GenerationSink,
@@ -1073,6 +1146,7 @@ impl Worker<'_> {
             tokens,
             mut chain,
             mut grammar,
+            grammar_first,
             stop,
             max_tokens,
             sink,
@@ -1160,7 +1234,7 @@ impl Worker<'_> {
             if sink.is_cancelled() {
                 break StopReason::Cancelled;
             }
-            let token = match self.sample(logits_row, &mut chain, grammar.as_mut()) {
+            let token = match self.sample(logits_row, &mut chain, grammar.as_mut(), grammar_first) {
                 Ok(t) => t,
                 Err(e) => {
                     usage.decode_ms = decode_start.map(ms).unwrap_or(0.0);
@@ -1229,6 +1303,7 @@ impl Worker<'_> {
         row: i32,
         chain: &mut LlamaSampler,
         grammar: Option<&mut LlamaSampler>,
+        grammar_first: bool,
     ) -> Result<LlamaToken, LlmError> {
         let logits = self.ctx.get_logits_ith(row);
         let fill = |buf: &mut Vec<LlamaTokenData>| {
@@ -1243,21 +1318,28 @@ impl Worker<'_> {
         let mut buf = std::mem::take(&mut self.candidates);
         fill(&mut buf);
         let mut cur = LlamaTokenDataArray::new(buf, false);
+        let mut grammar = grammar;
+        if grammar_first {
+            if let Some(g) = grammar.as_deref_mut() {
+                g.apply(&mut cur);
+            }
+        }
         chain.apply(&mut cur);
         let mut token = cur.selected_token();
         if let Some(g) = grammar {
-            let allowed = match token {
-                Some(t) => {
-                    let mut single =
-                        LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
-                    g.apply(&mut single);
-                    single
-                        .data
-                        .first()
-                        .is_some_and(|d| d.logit() != f32::NEG_INFINITY)
-                }
-                None => false,
-            };
+            let allowed = grammar_first
+                || match token {
+                    Some(t) => {
+                        let mut single =
+                            LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
+                        g.apply(&mut single);
+                        single
+                            .data
+                            .first()
+                            .is_some_and(|d| d.logit() != f32::NEG_INFINITY)
+                    }
+                    None => false,
+                };
             if !allowed {
                 let mut buf = cur.data;
                 fill(&mut buf);

@@ -191,6 +191,11 @@ impl ChatTemplate {
         env.add_filter("indent", indent);
         env.add_filter("string", |v: Value| py_str(&v));
         env.add_filter("length", py_len);
+        env.add_test("none", |v: Value| v.is_none() || is_py_none(&v));
+        // jinja2: None is not iterable (Undefined is: it iterates as empty).
+        env.add_test("iterable", |v: Value| {
+            !v.is_none() && !is_py_none(&v) && (v.is_undefined() || v.try_iter().is_ok())
+        });
         env.add_filter("count", py_len);
         env.add_function(MARKUP_ADD, markup_add);
         wrap_as_generator(
@@ -259,8 +264,8 @@ impl ChatTemplate {
                 message: error_message(&e),
                 line: e.line(),
             })?;
-        tmpl.render(Value::from(minijinja::value::Serde(ctx)))
-            .map_err(classify)
+        let ctx = json_to_value(ctx);
+        tmpl.render(ctx).map_err(classify)
     }
 
     pub fn render(&self, ctx: &ChatContext) -> Result<String, TemplateError> {
@@ -333,6 +338,70 @@ fn rewrite_generation_tags(source: &str) -> String {
     out
 }
 
+/// Python's `None`, for JSON `null` in the data. minijinja's own `none` iterates as an empty
+/// sequence, where jinja2 raises ("'NoneType' object is not iterable") and treats it as not
+/// iterable; templates branch on exactly that (`content is iterable`), so data nulls become this
+/// object, which behaves as Python's `None` does.
+#[derive(Debug)]
+struct PyNone;
+
+impl Object for PyNone {
+    /// Iterable, with an iterator whose first item is an error: that makes both `for x in None`
+    /// and `'a' in None` fail as they do in Python (minijinja checks items in both).
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Iterable
+    }
+
+    fn enumerate(self: &Arc<Self>) -> minijinja::value::Enumerator {
+        minijinja::value::Enumerator::Iter(Box::new(std::iter::once(Value::from(Error::new(
+            ErrorKind::InvalidOperation,
+            "argument of type 'NoneType' is not iterable",
+        )))))
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        None
+    }
+
+    fn is_true(self: &Arc<Self>) -> bool {
+        false
+    }
+
+    fn get_value(self: &Arc<Self>, _key: &Value) -> Option<Value> {
+        None
+    }
+
+    fn render(self: &Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("None")
+    }
+}
+
+fn is_py_none(v: &Value) -> bool {
+    v.downcast_object_ref::<PyNone>().is_some()
+}
+
+/// JSON to template values, keeping key order and turning `null` into `PyNone`.
+fn json_to_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::from_object(PyNone),
+        serde_json::Value::Bool(b) => Value::from(*b),
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                Value::from(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        serde_json::Value::String(s) => Value::from(s.as_str()),
+        serde_json::Value::Array(a) => a.iter().map(json_to_value).collect(),
+        serde_json::Value::Object(o) => {
+            Value::from_pairs(o.iter().map(|(k, v)| (k.as_str(), json_to_value(v))))
+        }
+    }
+}
+
 /// jinja2's `length`: `Undefined` has length 0 (templates write `tools|length` with no tools);
 /// a generator has none.
 fn py_len(v: Value) -> Result<usize, Error> {
@@ -350,6 +419,9 @@ fn py_len(v: Value) -> Result<usize, Error> {
 fn py_type_name(v: &Value) -> &'static str {
     if is_generator(v) {
         return "generator";
+    }
+    if is_py_none(v) {
+        return "NoneType";
     }
     match v.kind() {
         ValueKind::Undefined => "Undefined",
@@ -594,6 +666,10 @@ fn wrap_as_generator(env: &mut Environment<'static>, name: &'static str, builtin
     env.add_filter(
         name,
         move |state: &mut State, args: Rest<Value>, kwargs: Kwargs| -> Result<Value, Error> {
+            // jinja2's filters start with `if value:`, so None and empty values give nothing.
+            if args.first().is_none_or(|v| !v.is_true()) {
+                return Ok(Value::from_object(Generator(Vec::new())));
+            }
             let mut args = args.0;
             if kwargs.args().next().is_some() {
                 args.push(Value::from(kwargs));
@@ -618,6 +694,12 @@ fn unknown_method(
     method: &str,
     args: &[Value],
 ) -> Result<Value, Error> {
+    if is_py_none(value) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("'None' has no attribute '{method}'"),
+        ));
+    }
     if value.kind() == ValueKind::Seq && matches!(method, "append" | "pop" | "extend" | "insert") {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -840,6 +922,10 @@ fn not_serializable(what: &str) -> Error {
 }
 
 fn write_json(out: &mut String, v: &Value, o: &JsonOpts, depth: usize) -> Result<(), Error> {
+    if is_py_none(v) {
+        out.push_str("null");
+        return Ok(());
+    }
     match v.kind() {
         ValueKind::None => out.push_str("null"),
         ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
@@ -1200,6 +1286,38 @@ mod tests {
             "pre: {\"a\": \"<b>\"}"
         );
         assert_eq!(render("{{ undefined_thing | length }}", ctx).unwrap(), "0");
+    }
+
+    #[test]
+    fn null_data_behaves_like_python_none() {
+        let ctx = serde_json::json!({"c": null, "m": {"content": null}});
+        assert_eq!(
+            render(
+                "{{ c }}|{{ c is none }}|{{ c is iterable }}|{{ c | tojson }}|{{ c ~ '' }}",
+                ctx.clone()
+            )
+            .unwrap(),
+            "None|True|False|null|None"
+        );
+        assert_eq!(
+            render(
+                "{{ c | selectattr('x') | list | length }}|{{ not c }}",
+                ctx.clone()
+            )
+            .unwrap(),
+            "0|True"
+        );
+        for src in [
+            "{% for x in c %}{{ x }}{% endfor %}",
+            "{{ 'a' in m.content }}",
+            "{{ c | length }}",
+            "{{ c.split() }}",
+        ] {
+            assert!(
+                render(src, ctx.clone()).is_err(),
+                "{src} must fail as in Python"
+            );
+        }
     }
 
     #[test]
