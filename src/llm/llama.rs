@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -268,6 +267,14 @@ impl LoadHandle {
 struct EngineShared {
     state: Mutex<LoadState>,
     current: Mutex<Option<Arc<LoadedModel>>>,
+    /// Model threads, reused from one model to the next. A thread per load would leave a new
+    /// allocator arena and OpenMP pool behind at each switch; reused threads keep memory flat.
+    pool: Mutex<Vec<PoolThread>>,
+}
+
+struct PoolThread {
+    jobs: std_mpsc::Sender<LoadJob>,
+    idle: Arc<AtomicBool>,
 }
 
 /// Loads, unloads and switches models; keeps one resident.
@@ -297,6 +304,7 @@ impl LlamaEngine {
             shared: Arc::new(EngineShared {
                 state: Mutex::new(LoadState::Unloaded),
                 current: Mutex::new(None),
+                pool: Mutex::new(Vec::new()),
             }),
         })
     }
@@ -367,7 +375,6 @@ impl LlamaEngine {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let cancel = CancelToken::new();
-        let thread_slot = Arc::new(Mutex::new(None));
         let job = LoadJob {
             info,
             opts,
@@ -376,19 +383,48 @@ impl LlamaEngine {
             events: tx,
             cancel: cancel.clone(),
             engine: self.clone(),
-            thread_slot: thread_slot.clone(),
         };
         *lock(&self.shared.state) = LoadState::Loading {
             path: path.to_path_buf(),
             progress: 0.0,
         };
-        let thread = std::thread::Builder::new()
-            .name("burrow-model".into())
-            .spawn(move || job.run())
-            .map_err(|e| LlmError::Worker(format!("cannot start the model thread: {e}")))?;
-        // Stored before the handle is returned, so no unload can look for it earlier.
-        *lock(&thread_slot) = Some(thread);
+        self.dispatch(job)?;
         Ok(LoadHandle { events: rx, cancel })
+    }
+
+    /// Runs a load on an idle model thread, or on a new one.
+    fn dispatch(&self, job: LoadJob) -> Result<(), LlmError> {
+        let mut pool = lock(&self.shared.pool);
+        let mut job = job;
+        for t in pool.iter() {
+            if t.idle
+                .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                match t.jobs.send(job) {
+                    Ok(()) => return Ok(()),
+                    // The thread is gone; try another.
+                    Err(std_mpsc::SendError(j)) => job = j,
+                }
+            }
+        }
+        let (jobs, rx) = std_mpsc::channel::<LoadJob>();
+        let idle = Arc::new(AtomicBool::new(false));
+        let thread_idle = idle.clone();
+        std::thread::Builder::new()
+            .name("burrow-model".into())
+            .spawn(move || {
+                // Ends when the engine (which holds the sender) is dropped.
+                while let Ok(job) = rx.recv() {
+                    job.run();
+                    thread_idle.store(true, Ordering::SeqCst);
+                }
+            })
+            .map_err(|e| LlmError::Worker(format!("cannot start a model thread: {e}")))?;
+        jobs.send(job)
+            .map_err(|_| LlmError::Worker("the new model thread exited at once".into()))?;
+        pool.push(PoolThread { jobs, idle });
+        Ok(())
     }
 
     pub fn load_blocking(
@@ -408,12 +444,7 @@ struct LoadJob {
     events: mpsc::UnboundedSender<LoadEvent>,
     cancel: CancelToken,
     engine: LlamaEngine,
-    thread_slot: ThreadSlot,
 }
-
-/// The model thread's join handle, shared between the spawner (who gets it) and the model's
-/// handle (which joins it on unload).
-type ThreadSlot = Arc<Mutex<Option<JoinHandle<()>>>>;
 
 impl LoadJob {
     fn fail(&self, error: LlmError) {
@@ -496,6 +527,7 @@ impl LoadJob {
         }
         let load_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (job_tx, job_rx) = std_mpsc::channel::<Command>();
+        let (released_tx, released_rx) = std_mpsc::channel::<()>();
         let closing = Arc::new(AtomicBool::new(false));
         let handle = match LoadedModel::new(
             &model,
@@ -504,7 +536,7 @@ impl LoadJob {
             self.estimate,
             job_tx,
             load_ms,
-            self.thread_slot.clone(),
+            released_rx,
             closing.clone(),
         ) {
             Ok(h) => Arc::new(h),
@@ -520,7 +552,7 @@ impl LoadJob {
             path: path.clone(),
         };
         // The engine's copy keeps the handle alive; this thread must not hold one, or dropping
-        // the last handle here would have this thread wait to join itself.
+        // the last handle here would have this thread wait for itself.
         let _ = self.events.send(LoadEvent::Loaded(handle));
         let worker = Worker {
             ctx,
@@ -532,6 +564,10 @@ impl LoadJob {
         };
         drop(self);
         worker.serve(job_rx, &closing);
+        // The context went with the worker; the model goes now (the handle's reference is
+        // released by `shutdown`, which waits for this signal).
+        drop(model);
+        let _ = released_tx.send(());
     }
 }
 
@@ -546,7 +582,8 @@ pub struct LoadedModel {
     /// even while callers still hold this handle.
     model: RwLock<Option<Arc<LlamaModel>>>,
     jobs: Mutex<Option<std_mpsc::Sender<Command>>>,
-    thread: ThreadSlot,
+    /// Signalled by the model thread once it has dropped the context and its model reference.
+    released: Mutex<Option<std_mpsc::Receiver<()>>>,
     /// Set on unload: jobs still queued are answered with `ModelUnloaded` instead of run.
     closing: Arc<AtomicBool>,
     active: Mutex<Option<CancelToken>>,
@@ -581,7 +618,7 @@ impl LoadedModel {
         memory: MemoryEstimate,
         jobs: std_mpsc::Sender<Command>,
         load_ms: f64,
-        thread: ThreadSlot,
+        released: std_mpsc::Receiver<()>,
         closing: Arc<AtomicBool>,
     ) -> Result<Self, LlmError> {
         let vocab = model.vocab();
@@ -627,7 +664,7 @@ impl LoadedModel {
             load_ms,
             model: RwLock::new(Some(model.clone())),
             jobs: Mutex::new(Some(jobs)),
-            thread,
+            released: Mutex::new(Some(released)),
             closing,
             active: Mutex::new(None),
             template,
@@ -714,11 +751,11 @@ impl LoadedModel {
             c.cancel();
         }
         drop(lock(&self.jobs).take());
-        let thread = lock(&self.thread).take();
-        if let Some(t) = thread {
-            if t.thread().id() != std::thread::current().id() {
-                let _ = t.join();
-            }
+        // Wait until the model thread has let go of the context and the model, so the memory
+        // is free when unload returns. (Never called on the model thread itself: it holds no
+        // handle.)
+        if let Some(released) = lock(&self.released).take() {
+            let _ = released.recv();
         }
         self.model.write().unwrap_or_else(|e| e.into_inner()).take();
     }
