@@ -103,8 +103,7 @@ line("prefill 512:", lb_pp, bu_pp)
 line("decode 128: ", lb_tg, bu_tg)
 print(f"grammar decode / unconstrained (burrow): {other['grammar_ratio']:.2f}x "
       f"({other['grammar_decode_tps']:.1f} vs {other['grammar_baseline_tps']:.1f} tok/s)")
-if other.get("llguidance_ratio") is not None:
-    print(f"llguidance decode / unconstrained (burrow): {other['llguidance_ratio']:.2f}x")
+print(f"  the same schema as GBNF on llama.cpp's grammar sampler: {other['gbnf_ratio']:.2f}x")
 print(f"follow-up TTFT, full / reuse (burrow):   {other['reuse_speedup']:.1f}x "
       f"({other['ttft_full_ms']:.0f} ms vs {other['ttft_reuse_ms']:.0f} ms)")
 print(f"model load (burrow): {other['load_ms']:.0f} ms; metadata read: {other['metadata_ms']:.2f} ms")

@@ -121,7 +121,8 @@ struct ChatArgs {
     /// At most this many tokens per reply.
     #[arg(long, value_name = "N")]
     max_tokens: Option<usize>,
-    /// Constrain the reply with a GBNF grammar file.
+    /// Constrain the reply with a grammar file: GBNF (llama.cpp's format), or Lark
+    /// (llguidance's dialect) when the file name ends in `.lark`.
     #[arg(long, value_name = "FILE", conflicts_with = "json_schema")]
     grammar: Option<PathBuf>,
     /// Constrain the reply to JSON matching this JSON Schema file.
@@ -160,6 +161,9 @@ struct BenchArgs {
     /// Which measurements: a comma-separated list of prefill, decode, grammar, reuse.
     #[arg(long, default_value = "prefill,decode,grammar,reuse")]
     tests: String,
+    /// Sampling temperature for the grammar measurement (0 = greedy).
+    #[arg(long, default_value_t = 0.0)]
+    grammar_temperature: f32,
     #[arg(long)]
     json: bool,
 }
@@ -473,10 +477,15 @@ fn load_model(home: &BurrowHome, args: &ModelArgs) -> Result<(Arc<LoadedModel>, 
 
 fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
     let grammar = match (&args.grammar, &args.json_schema) {
-        (Some(g), _) => Some(Grammar::Gbnf(
-            std::fs::read_to_string(g)
-                .with_context(|| format!("cannot read the grammar {}", g.display()))?,
-        )),
+        (Some(g), _) => {
+            let text = std::fs::read_to_string(g)
+                .with_context(|| format!("cannot read the grammar {}", g.display()))?;
+            Some(if g.extension().is_some_and(|e| e == "lark") {
+                Grammar::Lark(text)
+            } else {
+                Grammar::Gbnf(text)
+            })
+        }
         (_, Some(s)) => {
             let text = std::fs::read_to_string(s)
                 .with_context(|| format!("cannot read the JSON schema {}", s.display()))?;
@@ -489,7 +498,7 @@ fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
     };
     // Check the grammar before spending time on loading the model.
     if let Some(g) = &grammar {
-        g.to_gbnf()
+        g.validate()
             .context(match (&args.grammar, &args.json_schema) {
                 (Some(p), _) | (_, Some(p)) => p.display().to_string(),
                 _ => String::new(),
@@ -631,6 +640,7 @@ fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
             load: args.model.load_options(),
             repetitions: args.repetitions.max(1),
             tests: BenchTests::parse(&args.tests).map_err(|e| anyhow!("--tests: {e}"))?,
+            grammar_temperature: args.grammar_temperature,
         },
     )?;
     if args.json {

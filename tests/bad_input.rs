@@ -222,8 +222,8 @@ fn prompts_grammars_and_templates_that_cannot_work() {
     assert_eq!(c.usage.prompt_tokens + c.usage.generated_tokens, 256 + 1);
     assert_usable(model.as_ref());
 
-    // Invalid grammars: GBNF with a syntax error, an undefined rule, left recursion, and a JSON
-    // schema with an unsupported keyword.
+    // Invalid grammars: GBNF with a syntax error, an undefined rule, left recursion; a JSON
+    // schema with an unknown type; a Lark grammar with an undefined rule.
     for (grammar, expect) in [
         (Grammar::Gbnf("root ::= \"a".into()), "line 1"),
         (Grammar::Gbnf("root ::= item+\n".into()), "item"),
@@ -233,10 +233,11 @@ fn prompts_grammars_and_templates_that_cannot_work() {
         ),
         (
             Grammar::JsonSchema(
-                serde_json::json!({"type": "string", "format": "email", "pattern": "x"}),
+                serde_json::json!({"type": "object", "properties": {"n": {"type": "integr"}}}),
             ),
-            "not supported",
+            "integr",
         ),
+        (Grammar::Lark("start: item+".into()), "item"),
     ] {
         let e = model
             .generate(GenerateRequest::text("hi").grammar(grammar))

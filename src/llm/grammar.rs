@@ -1,10 +1,11 @@
-//! Grammars for constrained decoding: GBNF text (llama.cpp's format), validated here before
-//! llama.cpp sees it, and JSON Schema converted to GBNF.
+//! Grammars for constrained decoding: GBNF text (llama.cpp's format), JSON Schema and Lark.
 //!
-//! llama.cpp's own parser reports problems only in its log and, for some inputs, by throwing
-//! across the FFI boundary; parsing here first turns every bad grammar into a typed error with a
-//! line and column, and lets callers (the agent registering a tool) check a grammar with no
-//! model loaded.
+//! GBNF runs on llama.cpp's grammar sampler. Its parser reports problems only in its log and, for
+//! some inputs, by throwing across the FFI boundary; parsing here first turns every bad grammar
+//! into a typed error with a line and column. JSON Schema and Lark run on llguidance, whose
+//! compiler checks them. Either way a grammar can be checked with no model loaded (the agent
+//! checks a tool's schema when the tool is registered). JSON Schema can also be converted to GBNF
+//! here, for llama.cpp's sampler.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -26,29 +27,169 @@ pub enum GrammarError {
     LeftRecursion { rule: String },
     #[error("JSON schema at {path} cannot become a grammar: {reason}")]
     Schema { path: String, reason: String },
+    #[error("invalid {kind}: {reason}")]
+    Invalid { kind: &'static str, reason: String },
     #[error("grammar rejected by llama.cpp: {reason}")]
     Rejected { reason: String },
+    #[error("constrained decoding failed: {reason}")]
+    Constraint { reason: String },
 }
 
 /// A grammar a request can be constrained by.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Grammar {
-    /// GBNF text whose start symbol is `root`.
+    /// GBNF text whose start symbol is `root` (llama.cpp's grammar format).
     Gbnf(String),
-    /// A JSON Schema; the output is one JSON value that conforms to it.
+    /// A JSON Schema; the output is one JSON value that conforms to it, written compactly
+    /// (`", "` and `": "` separators, no other whitespace: small models otherwise wander into
+    /// endless indentation). An object admits only the properties it lists unless its
+    /// `additionalProperties` says otherwise (as llama.cpp's converter reads schemas), so a
+    /// model cannot pad its answer with invented keys.
     JsonSchema(Value),
+    /// A grammar in llguidance's Lark dialect (start symbol `start`); it can embed JSON
+    /// schemas (`%json { ... }`) and regular expressions.
+    Lark(String),
 }
 
 impl Grammar {
-    /// Validates the grammar and returns it as GBNF.
+    /// Checks the grammar without a model.
+    pub fn validate(&self) -> Result<(), GrammarError> {
+        match self {
+            Grammar::Gbnf(text) => validate_gbnf(text, "root"),
+            Grammar::JsonSchema(_) | Grammar::Lark(_) => {
+                let factory = offline_factory()?;
+                self.compile(factory).map(|_| ())
+            }
+        }
+    }
+
+    /// The grammar as GBNF, for llama.cpp's sampler: GBNF as is (validated), JSON Schema
+    /// converted. Lark has no GBNF form.
     pub fn to_gbnf(&self) -> Result<String, GrammarError> {
         let gbnf = match self {
             Grammar::Gbnf(text) => text.clone(),
             Grammar::JsonSchema(schema) => json_schema_to_gbnf(schema)?,
+            Grammar::Lark(_) => {
+                return Err(GrammarError::Invalid {
+                    kind: "grammar",
+                    reason: "a Lark grammar cannot be converted to GBNF".into(),
+                })
+            }
         };
         validate_gbnf(&gbnf, "root")?;
         Ok(gbnf)
     }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Grammar::Gbnf(_) => "GBNF grammar",
+            Grammar::JsonSchema(_) => "JSON schema",
+            Grammar::Lark(_) => "Lark grammar",
+        }
+    }
+
+    /// llguidance's form of a JSON Schema or Lark grammar.
+    fn top_level(&self) -> Result<llguidance::api::TopLevelGrammar, GrammarError> {
+        match self {
+            Grammar::JsonSchema(schema) => {
+                let mut schema = schema.clone();
+                close_objects(&mut schema);
+                if let Value::Object(o) = &mut schema {
+                    o.entry("x-guidance").or_insert_with(|| {
+                        serde_json::json!({
+                            "whitespace_flexible": false,
+                            "item_separator": ", ",
+                            "key_separator": ": "
+                        })
+                    });
+                }
+                Ok(llguidance::api::TopLevelGrammar::from_json_schema(schema))
+            }
+            Grammar::Lark(text) => Ok(llguidance::api::TopLevelGrammar::from_lark(text.clone())),
+            Grammar::Gbnf(_) => Err(GrammarError::Invalid {
+                kind: "GBNF grammar",
+                reason: "GBNF runs on llama.cpp's sampler, not llguidance".into(),
+            }),
+        }
+    }
+
+    /// Compiles a JSON Schema or Lark grammar into a matcher for `factory`'s tokenizer.
+    pub(crate) fn compile(
+        &self,
+        factory: &llguidance::ParserFactory,
+    ) -> Result<llguidance::Matcher, GrammarError> {
+        let kind = self.kind();
+        let parser =
+            factory
+                .create_parser(self.top_level()?)
+                .map_err(|e| GrammarError::Invalid {
+                    kind,
+                    reason: e.to_string(),
+                })?;
+        let matcher = llguidance::Matcher::new(Ok(parser));
+        match matcher.get_error() {
+            Some(reason) => Err(GrammarError::Invalid { kind, reason }),
+            None => Ok(matcher),
+        }
+    }
+}
+
+/// Sets `additionalProperties: false` on every object schema that lists properties and says
+/// nothing about others, walking only the places where JSON Schema nests schemas.
+fn close_objects(schema: &mut Value) {
+    let Value::Object(o) = schema else {
+        return;
+    };
+    if o.contains_key("properties") && !o.contains_key("additionalProperties") {
+        o.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for (key, sub) in o.iter_mut() {
+        match key.as_str() {
+            // Maps of schemas.
+            "properties" | "patternProperties" | "$defs" | "definitions" => {
+                if let Value::Object(m) = sub {
+                    m.values_mut().for_each(close_objects);
+                }
+            }
+            // Lists of schemas.
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(a) = sub {
+                    a.iter_mut().for_each(close_objects);
+                }
+            }
+            // A schema, or (for old-style tuples) a list of them.
+            "items" => match sub {
+                Value::Array(a) => a.iter_mut().for_each(close_objects),
+                other => close_objects(other),
+            },
+            "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                close_objects(sub)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A parser factory over a byte-level tokenizer: enough to compile, and so check, a grammar
+/// when no model is loaded.
+fn offline_factory() -> Result<&'static llguidance::ParserFactory, GrammarError> {
+    static FACTORY: std::sync::OnceLock<Result<llguidance::ParserFactory, String>> =
+        std::sync::OnceLock::new();
+    FACTORY
+        .get_or_init(|| {
+            let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
+            llguidance::ParserFactory::new_simple(&env)
+                .map(|mut f| {
+                    f.quiet();
+                    f
+                })
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| GrammarError::Invalid {
+            kind: "grammar",
+            reason: format!("cannot start the grammar compiler: {e}"),
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1101,6 +1242,66 @@ ws ::= | " " | "\n" [ \t]{0,20}
         });
         let g = json_schema_to_gbnf(&schema).unwrap();
         validate_gbnf(&g, "root").unwrap();
+    }
+
+    #[test]
+    fn objects_are_closed_unless_the_schema_opens_them() {
+        let mut s = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+                "open": {"type": "object", "properties": {}, "additionalProperties": true},
+                "e": {"enum": [{"properties": 1}]},
+                "enum": {"type": "object", "properties": {"x": {"type": "integer"}}},
+                "list": {"type": "array", "items": {"type": "object", "properties": {}}}
+            }
+        });
+        close_objects(&mut s);
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["properties"]["a"]["additionalProperties"], false);
+        assert_eq!(s["properties"]["open"]["additionalProperties"], true);
+        assert_eq!(
+            s["properties"]["e"]["enum"][0],
+            serde_json::json!({"properties": 1})
+        );
+        assert_eq!(s["properties"]["enum"]["additionalProperties"], false);
+        assert_eq!(
+            s["properties"]["list"]["items"]["additionalProperties"],
+            false
+        );
+    }
+
+    #[test]
+    fn schemas_and_lark_are_checked_without_a_model() {
+        Grammar::JsonSchema(serde_json::json!({
+            "type": "object",
+            "properties": {"email": {"type": "string", "format": "email"}, "n": {"type": "integer", "minimum": 1}},
+            "required": ["email"]
+        }))
+        .validate()
+        .unwrap();
+        Grammar::Lark("start: \"yes\" | \"no\"".into())
+            .validate()
+            .unwrap();
+        let e = Grammar::JsonSchema(serde_json::json!({"type": "strnig"}))
+            .validate()
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                GrammarError::Invalid {
+                    kind: "JSON schema",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = Grammar::Lark("start: undefined_rule".into())
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("undefined_rule"), "{e}");
+        let e = Grammar::Gbnf("root ::= (".into()).validate().unwrap_err();
+        assert!(matches!(e, GrammarError::Syntax { .. }), "{e}");
     }
 
     #[test]
