@@ -1,0 +1,267 @@
+//! Issue #2: the `burrow` CLI commands that scripts and checks rely on, run as a user runs them.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn burrow(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("BURROW_HOME", home)
+        // Keep the user's own model folders out of the test.
+        .env("HOME", home)
+        .env_remove("HF_HOME")
+        .env_remove("HF_HUB_CACHE")
+        .env_remove("OLLAMA_MODELS")
+        .env_remove("BURROW_MODEL_DIRS")
+        .output()
+        .expect("burrow runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
+}
+
+#[test]
+fn models_list_and_info() {
+    let home = tempfile::tempdir().unwrap();
+    // A second model in a folder named by the environment, and a broken one beside it.
+    let extra = home.path().join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    burrow::llm::gguf::rewrite_metadata(
+        &common::smollm2(),
+        &extra.join("renamed.gguf"),
+        &[burrow::llm::gguf::MetaEdit::Set(
+            "general.name".into(),
+            burrow::llm::gguf::MetaValue::String("Renamed".into()),
+        )],
+    )
+    .unwrap();
+    std::fs::write(extra.join("broken.gguf"), b"not a model").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["models", "list", "--json"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("BURROW_HOME", home.path())
+        .env("HOME", home.path())
+        .env("BURROW_MODEL_DIRS", &extra)
+        .output()
+        .unwrap();
+    let list = json(&out);
+    let models = list.as_array().unwrap();
+    let names: Vec<&str> = models.iter().map(|m| m["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"SmolLM2-135M-Instruct"), "{names:?}");
+    assert!(names.contains(&"Renamed"), "{names:?}");
+    let smol = models
+        .iter()
+        .find(|m| m["name"] == "SmolLM2-135M-Instruct")
+        .unwrap();
+    assert_eq!(smol["architecture"], "llama");
+    assert_eq!(smol["quantization"], "Q4_1");
+    assert_eq!(smol["context_length"], 8192);
+    assert_eq!(smol["has_chat_template"], true);
+    assert_eq!(smol["source"], "project");
+    assert_eq!(smol["file_size"], 98_362_432);
+    assert!(smol["parameters"].as_u64().unwrap() > 130_000_000);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("broken.gguf"),
+        "the broken file is reported: {stderr}"
+    );
+
+    let info = json(&burrow(
+        home.path(),
+        &["models", "info", "smollm2-135m-instruct-q4_1", "--json"],
+    ));
+    assert_eq!(info["name"], "SmolLM2-135M-Instruct");
+    assert_eq!(info["licence"], "Apache-2.0");
+    assert!(info["chat_template"]
+        .as_str()
+        .unwrap()
+        .contains("<|im_start|>"));
+    assert!(info["memory_estimate"]["weights"].as_u64().unwrap() > 80_000_000);
+    let by_path = json(&burrow(
+        home.path(),
+        &[
+            "models",
+            "info",
+            common::smollm2().to_str().unwrap(),
+            "--json",
+        ],
+    ));
+    assert_eq!(by_path["parameters"], info["parameters"]);
+
+    let missing = burrow(home.path(), &["models", "info", "no-such-model"]);
+    assert!(!missing.status.success());
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        err.contains("no-such-model") && err.contains("SmolLM2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn template_render_prints_exactly_or_fails_with_1() {
+    let home = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/chat-templates");
+    let out = burrow(
+        home.path(),
+        &[
+            "template",
+            "render",
+            "--template",
+            fixtures
+                .join("templates/meta-llama-Llama-3.2-3B-Instruct.jinja")
+                .to_str()
+                .unwrap(),
+            "--context",
+            fixtures.join("contexts/tools.json").to_str().unwrap(),
+            "--now",
+            "2025-01-15T12:00:00Z",
+        ],
+    );
+    assert!(out.status.success());
+    let want =
+        std::fs::read(fixtures.join("expected/tools/meta-llama-Llama-3.2-3B-Instruct.jinja.out"))
+            .unwrap();
+    assert_eq!(out.stdout, want);
+
+    let raised = burrow(
+        home.path(),
+        &[
+            "template",
+            "render",
+            "--template",
+            fixtures
+                .join("templates/google-gemma-2-2b-it.jinja")
+                .to_str()
+                .unwrap(),
+            "--context",
+            fixtures.join("contexts/basic.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(raised.status.code(), Some(1));
+    assert!(raised.stdout.is_empty());
+    let err = String::from_utf8_lossy(&raised.stderr);
+    assert!(
+        err.contains("System role not supported") && err.contains("gemma"),
+        "{err}"
+    );
+}
+
+#[test]
+fn chat_streams_and_reports_usage() {
+    let _g = common::exclusive();
+    let home = tempfile::tempdir().unwrap();
+    let out = burrow(
+        home.path(),
+        &[
+            "chat",
+            "--temperature",
+            "0",
+            "--max-tokens",
+            "12",
+            "Say hello.",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).trim().is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("prompt tokens") && err.contains("tok/s"),
+        "usage line: {err}"
+    );
+
+    let schema = home.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type":"object","properties":{"greeting":{"type":"string","maxLength":30}},"required":["greeting"]}"#,
+    )
+    .unwrap();
+    let v = json(&burrow(
+        home.path(),
+        &[
+            "chat",
+            "--json",
+            "--json-schema",
+            schema.to_str().unwrap(),
+            "--system",
+            "Reply in JSON.",
+            "Greet me.",
+        ],
+    ));
+    let text: serde_json::Value = serde_json::from_str(v["text"].as_str().unwrap()).unwrap();
+    assert!(text["greeting"].is_string());
+    assert_eq!(v["stop_reason"], "end_of_turn");
+    assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 5);
+
+    // Interactive mode reads turns from standard input and reuses the cache between them.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["chat", "--temperature", "0", "--max-tokens", "8"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("BURROW_HOME", home.path())
+        .env("HOME", home.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"Hello!\nWhat did I just say?\n/exit\n")
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let usage: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("prompt tokens"))
+        .collect();
+    assert_eq!(usage.len(), 2, "{err}");
+    assert!(
+        !usage[1].contains("(0 cached)"),
+        "the second turn reuses the first: {err}"
+    );
+
+    let bad = burrow(home.path(), &["chat", "--ctx", "5", "hi"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("context size 5"));
+}
+
+#[test]
+fn bench_json_has_the_documented_keys() {
+    let _g = common::exclusive();
+    let home = tempfile::tempdir().unwrap();
+    let v = json(&burrow(
+        home.path(),
+        &["bench", "--json", "--repetitions", "1"],
+    ));
+    for key in [
+        "prefill_tps",
+        "decode_tps",
+        "grammar_decode_tps",
+        "ttft_reuse_ms",
+        "ttft_full_ms",
+    ] {
+        let x = v[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing in {v}"));
+        assert!(x > 0.0, "{key} = {x}");
+    }
+    assert_eq!(v["prefill_tokens"], 512);
+    assert_eq!(v["decode_tokens"], 128);
+    assert!(v["ttft_full_ms"].as_f64().unwrap() > v["ttft_reuse_ms"].as_f64().unwrap());
+}
