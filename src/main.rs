@@ -301,7 +301,15 @@ fn find_model(home: &BurrowHome, query: Option<&str>) -> Result<ModelInfo> {
 }
 
 fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
-    let info = find_model(home, Some(query))?;
+    let found = find_model(home, Some(query))?;
+    // Timed on its own: reading and validating this model's header (and its split parts).
+    let started = std::time::Instant::now();
+    let info = ModelInfo::from_path(&found.path, found.source)?;
+    let metadata_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let info = ModelInfo {
+        name: found.name,
+        ..info
+    };
     let header = burrow::llm::gguf::GgufHeader::read(&info.path)?;
     let opts = LoadOptions::default().resolve(&info)?;
     let estimate = MemoryEstimate::for_model(&info, &opts);
@@ -323,6 +331,7 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
             o.insert("metadata".into(), metadata.into());
             o.insert("default_context".into(), opts.context_size.into());
             o.insert("memory_estimate".into(), serde_json::to_value(estimate)?);
+            o.insert("metadata_ms".into(), metadata_ms.into());
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
@@ -372,6 +381,7 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
         println!("licence:           {l}");
     }
     println!("gguf version:      {}", header.version);
+    println!("header read in:    {metadata_ms:.1} ms");
     println!("tensors:           {}", header.tensors.len());
     println!(
         "memory at {} ctx: {} (weights {}, KV cache {}, compute {})",

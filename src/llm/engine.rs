@@ -70,8 +70,6 @@ pub enum LlmError {
     },
     #[error("llama.cpp failed to decode: {reason}")]
     Decode { reason: String },
-    #[error("the prompt cannot be made safe: {reason}")]
-    UnsafePrompt { reason: String },
     #[error("scripted model: {0}")]
     Script(String),
     #[error("inference thread failed: {0}")]

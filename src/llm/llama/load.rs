@@ -1,0 +1,372 @@
+//! Loading, unloading and switching models, on a small pool of reused model threads.
+
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use super::model::LoadedModel;
+use super::worker::{Command, Worker};
+use super::{backend, lock, LoadOptions, MemoryEstimate, ResolvedLoadOptions};
+use crate::llm::engine::{human_bytes, CancelToken, LlmError};
+use crate::llm::library::{ModelInfo, ModelSource};
+use crate::llm::{llama_log, memory};
+
+/// Where the engine is in loading a model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LoadState {
+    Unloaded,
+    Loading { path: PathBuf, progress: f32 },
+    Loaded { name: String, path: PathBuf },
+    Failed { path: PathBuf, error: String },
+}
+
+#[derive(Debug)]
+pub enum LoadEvent {
+    /// Fraction of the weights loaded, 0.0 to 1.0.
+    Progress(f32),
+    Loaded(Arc<LoadedModel>),
+    Failed(LlmError),
+}
+
+/// A load in progress: its events (progress, then loaded or failed) and a way to cancel it.
+#[derive(Debug)]
+pub struct LoadHandle {
+    events: mpsc::UnboundedReceiver<LoadEvent>,
+    cancel: CancelToken,
+}
+
+impl LoadHandle {
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    pub async fn next(&mut self) -> Option<LoadEvent> {
+        self.events.recv().await
+    }
+
+    pub fn blocking_next(&mut self) -> Option<LoadEvent> {
+        self.events.blocking_recv()
+    }
+
+    /// Waits for the load to finish, calling `on_progress` along the way.
+    pub fn wait(mut self, mut on_progress: impl FnMut(f32)) -> Result<Arc<LoadedModel>, LlmError> {
+        while let Some(ev) = self.blocking_next() {
+            match ev {
+                LoadEvent::Progress(p) => on_progress(p),
+                LoadEvent::Loaded(m) => return Ok(m),
+                LoadEvent::Failed(e) => return Err(e),
+            }
+        }
+        Err(LlmError::Worker(
+            "the loading thread ended without a result".into(),
+        ))
+    }
+}
+
+struct EngineShared {
+    state: Mutex<LoadState>,
+    current: Mutex<Option<Arc<LoadedModel>>>,
+    /// Model threads, reused from one model to the next. A thread per load would leave a new
+    /// allocator arena and OpenMP pool behind at each switch; reused threads keep memory flat.
+    pool: Mutex<Vec<PoolThread>>,
+}
+
+struct PoolThread {
+    jobs: std_mpsc::Sender<LoadJob>,
+    idle: Arc<AtomicBool>,
+}
+
+/// Loads, unloads and switches models; keeps one resident.
+#[derive(Clone)]
+pub struct LlamaEngine {
+    shared: Arc<EngineShared>,
+}
+
+impl std::fmt::Debug for LlamaEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlamaEngine")
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+impl LlamaEngine {
+    pub fn new() -> Result<Self, LlmError> {
+        backend()?;
+        Ok(LlamaEngine {
+            shared: Arc::new(EngineShared {
+                state: Mutex::new(LoadState::Unloaded),
+                current: Mutex::new(None),
+                pool: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    pub fn state(&self) -> LoadState {
+        lock(&self.shared.state).clone()
+    }
+
+    pub fn current(&self) -> Option<Arc<LoadedModel>> {
+        lock(&self.shared.current).clone()
+    }
+
+    /// Unloads the resident model, if any, and returns its memory to the system before returning.
+    pub fn unload(&self) -> bool {
+        let old = lock(&self.shared.current).take();
+        let had = old.is_some();
+        if let Some(m) = old {
+            m.shutdown();
+        }
+        memory::release_freed_memory();
+        *lock(&self.shared.state) = LoadState::Unloaded;
+        had
+    }
+
+    /// Checks a model and starts loading it off the caller's thread. Problems that need no
+    /// loading (a corrupt file, an unknown architecture, not enough memory, bad options) are
+    /// returned here, and the resident model is left untouched.
+    pub fn load(&self, path: &Path, options: &LoadOptions) -> Result<LoadHandle, LlmError> {
+        self.load_with_memory(path, options, memory::available_memory_bytes())
+    }
+
+    /// `load`, with the available memory given (tests simulate small machines with it).
+    pub fn load_with_memory(
+        &self,
+        path: &Path,
+        options: &LoadOptions,
+        available: Option<u64>,
+    ) -> Result<LoadHandle, LlmError> {
+        let info = ModelInfo::from_path(path, ModelSource::Path)?;
+        if !info.supported {
+            return Err(LlmError::UnsupportedArchitecture {
+                path: path.to_path_buf(),
+                architecture: info.architecture.clone(),
+            });
+        }
+        let opts = options.resolve(&info)?;
+        let estimate = MemoryEstimate::for_model(&info, &opts);
+        let resident = self
+            .current()
+            .map(|m| m.memory_estimate().total())
+            .unwrap_or(0);
+        let mut unload_first = false;
+        if let Some(available) = available {
+            if estimate.total() > available {
+                if estimate.total() > available + resident {
+                    return Err(LlmError::InsufficientMemory {
+                        path: path.to_path_buf(),
+                        needed: estimate.total(),
+                        available: available + resident,
+                        hint: format!(
+                            " (weights {}, context cache {} for {} tokens); try a smaller context or a smaller quantization",
+                            human_bytes(estimate.weights),
+                            human_bytes(estimate.kv_cache),
+                            opts.context_size
+                        ),
+                    });
+                }
+                // Fits only once the resident model is gone.
+                unload_first = true;
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let cancel = CancelToken::new();
+        let job = LoadJob {
+            info,
+            opts,
+            estimate,
+            unload_first,
+            events: tx,
+            cancel: cancel.clone(),
+            engine: self.clone(),
+        };
+        *lock(&self.shared.state) = LoadState::Loading {
+            path: path.to_path_buf(),
+            progress: 0.0,
+        };
+        self.dispatch(job)?;
+        Ok(LoadHandle { events: rx, cancel })
+    }
+
+    /// Runs a load on an idle model thread, or on a new one.
+    fn dispatch(&self, job: LoadJob) -> Result<(), LlmError> {
+        let mut pool = lock(&self.shared.pool);
+        let mut job = job;
+        for t in pool.iter() {
+            if t.idle
+                .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                match t.jobs.send(job) {
+                    Ok(()) => return Ok(()),
+                    // The thread is gone; try another.
+                    Err(std_mpsc::SendError(j)) => job = j,
+                }
+            }
+        }
+        let (jobs, rx) = std_mpsc::channel::<LoadJob>();
+        let idle = Arc::new(AtomicBool::new(false));
+        let thread_idle = idle.clone();
+        std::thread::Builder::new()
+            .name("burrow-model".into())
+            .spawn(move || {
+                // Ends when the engine (which holds the sender) is dropped.
+                while let Ok(job) = rx.recv() {
+                    job.run();
+                    thread_idle.store(true, Ordering::SeqCst);
+                }
+            })
+            .map_err(|e| LlmError::Worker(format!("cannot start a model thread: {e}")))?;
+        jobs.send(job)
+            .map_err(|_| LlmError::Worker("the new model thread exited at once".into()))?;
+        pool.push(PoolThread { jobs, idle });
+        Ok(())
+    }
+
+    pub fn load_blocking(
+        &self,
+        path: &Path,
+        options: &LoadOptions,
+    ) -> Result<Arc<LoadedModel>, LlmError> {
+        self.load(path, options)?.wait(|_| {})
+    }
+}
+
+struct LoadJob {
+    info: ModelInfo,
+    opts: ResolvedLoadOptions,
+    estimate: MemoryEstimate,
+    unload_first: bool,
+    events: mpsc::UnboundedSender<LoadEvent>,
+    cancel: CancelToken,
+    engine: LlamaEngine,
+}
+
+impl LoadJob {
+    fn fail(&self, error: LlmError) {
+        *lock(&self.engine.shared.state) = LoadState::Failed {
+            path: self.info.path.clone(),
+            error: error.to_string(),
+        };
+        let _ = self.events.send(LoadEvent::Failed(error));
+    }
+
+    /// Loads the model and then serves it on this thread until it is unloaded.
+    fn run(self) {
+        let backend = match backend() {
+            Ok(b) => b,
+            Err(e) => return self.fail(e),
+        };
+        if self.unload_first {
+            self.engine.unload();
+            *lock(&self.engine.shared.state) = LoadState::Loading {
+                path: self.info.path.clone(),
+                progress: 0.0,
+            };
+        }
+        let path = self.info.path.clone();
+        let progress_tx = self.events.clone();
+        let progress_cancel = self.cancel.clone();
+        let shared = self.engine.shared.clone();
+        let progress_path = path.clone();
+        let params = LlamaModelParams::default()
+            .with_n_gpu_layers(self.opts.gpu_layers)
+            .with_progress_callback(move |p| {
+                let _ = progress_tx.send(LoadEvent::Progress(p));
+                if let LoadState::Loading { path, progress } = &mut *lock(&shared.state) {
+                    if *path == progress_path {
+                        *progress = p;
+                    }
+                }
+                !progress_cancel.is_cancelled()
+            });
+        let mark = llama_log::mark();
+        let started = Instant::now();
+        let model = match LlamaModel::load_from_file(backend, &path, &params) {
+            Ok(m) => Arc::new(m),
+            Err(_) if self.cancel.is_cancelled() => {
+                return self.fail(LlmError::LoadCancelled { path });
+            }
+            Err(e) => {
+                return self.fail(LlmError::LoadFailed {
+                    reason: llama_log::reason_since(mark, &e.to_string()),
+                    path,
+                })
+            }
+        };
+        drop(params);
+        if self.cancel.is_cancelled() {
+            return self.fail(LlmError::LoadCancelled { path });
+        }
+        let n_ctx = self.opts.context_size;
+        let ctx_params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(self.opts.batch_size)
+            .with_n_ubatch(self.opts.batch_size)
+            .with_n_threads(self.opts.threads as i32)
+            .with_n_threads_batch(self.opts.threads_batch as i32);
+        let mark = llama_log::mark();
+        let ctx = match model.new_context(backend, ctx_params) {
+            Ok(c) => c,
+            Err(e) => {
+                return self.fail(LlmError::LoadFailed {
+                    reason: format!(
+                        "cannot create a context of {n_ctx} tokens: {}",
+                        llama_log::reason_since(mark, &e.to_string())
+                    ),
+                    path,
+                })
+            }
+        };
+        if self.cancel.is_cancelled() {
+            return self.fail(LlmError::LoadCancelled { path });
+        }
+        let load_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let (job_tx, job_rx) = std_mpsc::channel::<Command>();
+        let (released_tx, released_rx) = std_mpsc::channel::<()>();
+        let closing = Arc::new(AtomicBool::new(false));
+        let handle = match LoadedModel::new(
+            &model,
+            self.info.clone(),
+            self.opts.clone(),
+            self.estimate,
+            job_tx,
+            load_ms,
+            released_rx,
+            closing.clone(),
+        ) {
+            Ok(h) => Arc::new(h),
+            Err(e) => return self.fail(e),
+        };
+        let old = lock(&self.engine.shared.current).replace(handle.clone());
+        if let Some(old) = old {
+            old.shutdown();
+            memory::release_freed_memory();
+        }
+        *lock(&self.engine.shared.state) = LoadState::Loaded {
+            name: self.info.name.clone(),
+            path: path.clone(),
+        };
+        // The engine's copy keeps the handle alive; this thread must not hold one, or dropping
+        // the last handle here would have this thread wait for itself.
+        let _ = self.events.send(LoadEvent::Loaded(handle));
+        let worker = Worker::new(ctx, &model, self.opts.batch_size as usize);
+        drop(self);
+        worker.serve(job_rx, &closing);
+        // The context went with the worker; the model goes now (the handle's reference is
+        // released by `shutdown`, which waits for this signal).
+        drop(model);
+        let _ = released_tx.send(());
+    }
+}

@@ -1,0 +1,367 @@
+//! The model's thread: the KV cache, the decode loop, and sampling.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc as std_mpsc;
+use std::time::Instant;
+
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::LlamaToken;
+
+use crate::llm::engine::{GenerationEvent, GenerationSink, LlmError, StopReason, Usage};
+use crate::llm::grammar::GrammarError;
+use crate::llm::stream::{StopMatcher, Utf8Stream};
+
+/// A grammar, compiled for one generation.
+pub(super) enum Constraint {
+    Gbnf(LlamaSampler),
+    Guidance(Box<llguidance::Matcher>),
+}
+
+pub(super) enum Command {
+    Generate(Job),
+    ClearCache(std_mpsc::Sender<()>),
+    CachedTokens(std_mpsc::Sender<usize>),
+}
+
+pub(super) struct Job {
+    pub(super) tokens: Vec<LlamaToken>,
+    pub(super) chain: LlamaSampler,
+    pub(super) constraint: Option<Constraint>,
+    pub(super) stop: Vec<String>,
+    pub(super) max_tokens: Option<usize>,
+    pub(super) sink: GenerationSink,
+    pub(super) started: Instant,
+}
+
+/// The model's thread: owns the context and the record of which tokens its KV cache holds.
+pub(super) struct Worker<'m> {
+    ctx: LlamaContext<'m>,
+    model: &'m LlamaModel,
+    /// Tokens whose KV entries are in the context, in order. A request that starts with the
+    /// same tokens evaluates only the rest.
+    cached: Vec<LlamaToken>,
+    batch: LlamaBatch<'static>,
+    n_batch: usize,
+    /// Reused candidate buffer (one entry per vocabulary token).
+    candidates: Vec<LlamaTokenData>,
+}
+
+impl<'m> Worker<'m> {
+    pub(super) fn new(ctx: LlamaContext<'m>, model: &'m LlamaModel, n_batch: usize) -> Self {
+        Worker {
+            ctx,
+            model,
+            cached: Vec::new(),
+            batch: LlamaBatch::new(n_batch, 1),
+            n_batch,
+            candidates: Vec::new(),
+        }
+    }
+
+    pub(super) fn serve(mut self, commands: std_mpsc::Receiver<Command>, closing: &AtomicBool) {
+        while let Ok(cmd) = commands.recv() {
+            let job = match cmd {
+                Command::Generate(job) => job,
+                Command::ClearCache(done) => {
+                    self.reset();
+                    let _ = done.send(());
+                    continue;
+                }
+                Command::CachedTokens(reply) => {
+                    let _ = reply.send(self.cached.len());
+                    continue;
+                }
+            };
+            let sink = job.sink.clone();
+            if closing.load(Ordering::SeqCst) {
+                sink.send(GenerationEvent::Error(LlmError::ModelUnloaded));
+                continue;
+            }
+            let (usage, result) = self.generate(job);
+            sink.send(GenerationEvent::Usage(usage));
+            sink.send(match result {
+                Ok(reason) => GenerationEvent::Done(reason),
+                Err(e) => GenerationEvent::Error(e),
+            });
+        }
+    }
+
+    /// Drops the KV cache and our record of it: after a failed decode its contents are unknown.
+    fn reset(&mut self) {
+        self.ctx.clear_kv_cache();
+        self.cached.clear();
+    }
+
+    fn decode_batch(&mut self) -> Result<(), LlmError> {
+        self.ctx.decode(&mut self.batch).map_err(|e| {
+            self.reset();
+            LlmError::Decode {
+                reason: e.to_string(),
+            }
+        })
+    }
+
+    fn generate(&mut self, job: Job) -> (Usage, Result<StopReason, LlmError>) {
+        let Job {
+            tokens,
+            mut chain,
+            mut constraint,
+            stop,
+            max_tokens,
+            sink,
+            started,
+        } = job;
+        let n_ctx = self.ctx.n_ctx() as usize;
+        let mut usage = Usage {
+            prompt_tokens: tokens.len(),
+            ..Default::default()
+        };
+        // Preconditions llama.cpp would abort on, re-checked where the context is known.
+        if tokens.is_empty() {
+            return (usage, Err(LlmError::EmptyPrompt));
+        }
+        if tokens.len() >= n_ctx {
+            return (
+                usage,
+                Err(LlmError::ContextFull {
+                    needed: tokens.len() + 1,
+                    available: n_ctx,
+                }),
+            );
+        }
+
+        // Reuse the longest prefix already in the KV cache. At least one token is always
+        // evaluated, because sampling needs the logits of the prompt's last position.
+        let mut common = self
+            .cached
+            .iter()
+            .zip(&tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(tokens.len() - 1);
+        if common < self.cached.len() {
+            match self
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some(common as u32), None)
+            {
+                Ok(true) => self.cached.truncate(common),
+                // Recurrent models cannot drop part of their state: start over.
+                _ => {
+                    self.reset();
+                    common = 0;
+                }
+            }
+        }
+        usage.cached_tokens = common;
+
+        let prefill_start = Instant::now();
+        let last = tokens.len() - 1;
+        let mut pos = common;
+        while pos < tokens.len() {
+            if sink.is_cancelled() {
+                usage.prefill_ms = ms(prefill_start);
+                return (usage, Ok(StopReason::Cancelled));
+            }
+            let end = (pos + self.n_batch).min(tokens.len());
+            self.batch.clear();
+            for (i, &tok) in tokens[pos..end].iter().enumerate() {
+                let p = pos + i;
+                if let Err(e) = self.batch.add(tok, p as i32, &[0], p == last) {
+                    return (
+                        usage,
+                        Err(LlmError::Decode {
+                            reason: e.to_string(),
+                        }),
+                    );
+                }
+            }
+            if let Err(e) = self.decode_batch() {
+                return (usage, Err(e));
+            }
+            self.cached.extend_from_slice(&tokens[pos..end]);
+            pos = end;
+        }
+        usage.prefill_ms = ms(prefill_start);
+        // The row of the last prompt token, the only one decoded with logits.
+        let mut logits_row = self.batch.n_tokens() - 1;
+
+        let mut utf8 = Utf8Stream::default();
+        let mut stops = StopMatcher::new(&stop);
+        let mut decode_start: Option<Instant> = None;
+        let mut piece = Vec::new();
+        let reason = loop {
+            if sink.is_cancelled() {
+                break StopReason::Cancelled;
+            }
+            let (token, grammar_done) =
+                match self.sample(logits_row, &mut chain, constraint.as_mut()) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        usage.decode_ms = decode_start.map(ms).unwrap_or(0.0);
+                        return (usage, Err(e));
+                    }
+                };
+            if decode_start.is_none() {
+                decode_start = Some(Instant::now());
+                usage.time_to_first_token_ms = ms(started);
+            }
+            if self.model.vocab().is_eog(token) {
+                break StopReason::EndOfTurn;
+            }
+            usage.generated_tokens += 1;
+            piece.clear();
+            self.model
+                .vocab()
+                .token_to_piece_into(token, &mut piece, false, None);
+            let step = stops.push(&utf8.push(&piece));
+            if !step.emit.is_empty() && !sink.send(GenerationEvent::Token(step.emit)) {
+                break StopReason::Cancelled;
+            }
+            if step.stopped.is_some() {
+                break StopReason::StopString;
+            }
+            if grammar_done {
+                break StopReason::EndOfTurn;
+            }
+            if max_tokens.is_some_and(|m| usage.generated_tokens >= m) {
+                break StopReason::MaxTokens;
+            }
+            if self.cached.len() >= n_ctx {
+                break StopReason::ContextFull;
+            }
+            self.batch.clear();
+            if let Err(e) = self.batch.add(token, self.cached.len() as i32, &[0], true) {
+                return (
+                    usage,
+                    Err(LlmError::Decode {
+                        reason: e.to_string(),
+                    }),
+                );
+            }
+            if let Err(e) = self.decode_batch() {
+                usage.decode_ms = decode_start.map(ms).unwrap_or(0.0);
+                return (usage, Err(e));
+            }
+            self.cached.push(token);
+            logits_row = 0;
+        };
+        usage.decode_ms = decode_start.map(ms).unwrap_or(0.0);
+        if reason != StopReason::StopString {
+            // Text held back as a possible start of a stop string, or an unfinished character.
+            let step = stops.push(&utf8.finish());
+            let rest = step.emit + &stops.finish();
+            if !rest.is_empty() {
+                sink.send(GenerationEvent::Token(rest));
+            }
+        }
+        (usage, Ok(reason))
+    }
+
+    /// Samples the next token from `row`; the flag is true when a grammar is complete after it.
+    ///
+    /// With a grammar, the token is first chosen freely and only checked against the grammar;
+    /// the full constrained pass over the vocabulary runs only when that check rejects it. This
+    /// is what llama.cpp's common sampler does, and it keeps constrained decoding near
+    /// unconstrained speed while the model follows the grammar on its own.
+    fn sample(
+        &mut self,
+        row: i32,
+        chain: &mut LlamaSampler,
+        constraint: Option<&mut Constraint>,
+    ) -> Result<(LlamaToken, bool), LlmError> {
+        let logits = self.ctx.get_logits_ith(row);
+        let fill = |buf: &mut Vec<LlamaTokenData>| {
+            buf.clear();
+            buf.extend(
+                logits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &l)| LlamaTokenData::new(LlamaToken(i as i32), l, 0.0)),
+            );
+        };
+        let mut buf = std::mem::take(&mut self.candidates);
+        fill(&mut buf);
+        let mut cur = LlamaTokenDataArray::new(buf, false);
+        chain.apply(&mut cur);
+        let mut token = cur.selected_token();
+        let vocab = self.model.vocab();
+        let mut done = false;
+        let rejected = |reason: String| LlmError::Grammar(GrammarError::Constraint { reason });
+        match constraint {
+            None => {}
+            Some(Constraint::Gbnf(g)) => {
+                let allowed = token.is_some_and(|t| {
+                    let mut single =
+                        LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
+                    g.apply(&mut single);
+                    single
+                        .data
+                        .first()
+                        .is_some_and(|d| d.logit() != f32::NEG_INFINITY)
+                });
+                if !allowed {
+                    let mut buf = cur.data;
+                    fill(&mut buf);
+                    cur = LlamaTokenDataArray::new(buf, false);
+                    g.apply(&mut cur);
+                    chain.apply(&mut cur);
+                    token = selected_if_allowed(&cur);
+                }
+                // An end-of-generation token is accepted by a grammar only when it is complete;
+                // we stop on it anyway, and llama.cpp aborts if asked to accept one it did not
+                // allow.
+                if let Some(t) = token.filter(|t| !vocab.is_eog(*t)) {
+                    g.accept(t);
+                }
+            }
+            Some(Constraint::Guidance(m)) => {
+                let allowed =
+                    token.is_some_and(|t| m.validate_tokens(&[t.0 as u32]).ok() == Some(1));
+                if !allowed {
+                    let mask = m
+                        .compute_mask_or_eos()
+                        .map_err(|e| rejected(e.to_string()))?;
+                    let mut buf = cur.data;
+                    fill(&mut buf);
+                    for d in &mut buf {
+                        if !mask.is_allowed(d.id().0 as u32) {
+                            d.set_logit(f32::NEG_INFINITY);
+                        }
+                    }
+                    cur = LlamaTokenDataArray::new(buf, false);
+                    chain.apply(&mut cur);
+                    token = selected_if_allowed(&cur);
+                }
+                if let Some(t) = token.filter(|t| !vocab.is_eog(*t)) {
+                    m.consume_token(t.0 as u32)
+                        .map_err(|e| rejected(e.to_string()))?;
+                    // The grammar admits nothing more: the output is complete.
+                    done = m.is_stopped();
+                }
+            }
+        }
+        self.candidates = cur.data;
+        let token = token.ok_or_else(|| {
+            rejected("the grammar allows no token at this point of the output".into())
+        })?;
+        chain.accept(token);
+        Ok((token, done))
+    }
+}
+
+/// The token the samplers selected, unless it was masked out (every candidate masked).
+fn selected_if_allowed(cur: &LlamaTokenDataArray) -> Option<LlamaToken> {
+    cur.selected
+        .and_then(|i| cur.data.get(i))
+        .filter(|d| d.logit() != f32::NEG_INFINITY)
+        .map(|d| d.id())
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}
