@@ -65,6 +65,18 @@ enum ModelsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Search another folder for models (saved in $BURROW_HOME/config.json).
+    AddDir {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop searching a folder added with add-dir.
+    RemoveDir {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -191,6 +203,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Models { command } => match command {
             ModelsCommand::List { json } => models_list(&home, json),
             ModelsCommand::Info { model, json } => models_info(&home, &model, json),
+            ModelsCommand::AddDir { path, json } => models_dir(&home, &path, true, json),
+            ModelsCommand::RemoveDir { path, json } => models_dir(&home, &path, false, json),
         },
         Command::Chat(args) => chat(&home, args),
         Command::Template { command } => match command {
@@ -402,6 +416,52 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Adds or removes a model folder in the configuration.
+fn models_dir(home: &BurrowHome, path: &Path, add: bool, json: bool) -> Result<ExitCode> {
+    let mut config = home.load_config()?;
+    let changed = if add {
+        let dir = std::fs::canonicalize(path)
+            .with_context(|| format!("{}: no such folder", path.display()))?;
+        if !dir.is_dir() {
+            bail!("{}: not a folder", path.display());
+        }
+        let new = !config.model_dirs.contains(&dir);
+        if new {
+            config.model_dirs.push(dir);
+        }
+        new
+    } else {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let before = config.model_dirs.len();
+        config.model_dirs.retain(|d| d != path && *d != canonical);
+        config.model_dirs.len() != before
+    };
+    if changed {
+        config.save(&home.config_path())?;
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "changed": changed,
+                "model_dirs": config.model_dirs,
+            }))?
+        );
+    } else {
+        let what = match (add, changed) {
+            (true, true) => "added",
+            (true, false) => "already listed",
+            (false, true) => "removed",
+            (false, false) => "was not listed",
+        };
+        println!("{}: {what}", path.display());
+        for d in &config.model_dirs {
+            println!("  {}", d.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn template_render(
     template: &Path,
     context: &Path,
@@ -570,9 +630,17 @@ fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
     }
     // Interactive: each turn resends the conversation; the engine reuses the cached prefix.
     let interactive = std::io::stdin().is_terminal();
+    // Ctrl-C stops the reply being written; at the prompt it quits.
+    let replying: Arc<std::sync::Mutex<Option<burrow::llm::CancelToken>>> = Arc::default();
     if interactive {
+        let replying = replying.clone();
+        ctrlc::set_handler(move || match replying.lock().ok().and_then(|r| r.clone()) {
+            Some(token) => token.cancel(),
+            None => std::process::exit(130),
+        })
+        .context("cannot install the Ctrl-C handler")?;
         eprintln!(
-            "Chatting with {} (context {} tokens). /reset starts over, /exit or Ctrl-D quits.",
+            "Chatting with {} (context {} tokens). /reset starts over, Ctrl-C stops a reply, /exit or Ctrl-D quits.",
             model.info().name,
             model.options().context_size
         );
@@ -608,7 +676,14 @@ fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
                 continue;
             }
         };
-        match stream_reply(generation) {
+        if let Ok(mut r) = replying.lock() {
+            *r = Some(generation.cancel_token());
+        }
+        let reply = stream_reply(generation);
+        if let Ok(mut r) = replying.lock() {
+            *r = None;
+        }
+        match reply {
             Ok(text) => messages.push(ChatMessage::assistant(text)),
             Err(e) => {
                 eprintln!("error: {e:#}");

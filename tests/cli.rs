@@ -265,3 +265,48 @@ fn bench_json_has_the_documented_keys() {
     assert_eq!(v["decode_tokens"], 128);
     assert!(v["ttft_full_ms"].as_f64().unwrap() > v["ttft_reuse_ms"].as_f64().unwrap());
 }
+
+#[test]
+fn model_folders_are_added_and_removed() {
+    let home = tempfile::tempdir().unwrap();
+    let folder = home.path().join("my models");
+    std::fs::create_dir_all(&folder).unwrap();
+    burrow::llm::gguf::rewrite_metadata(
+        &common::smollm2(),
+        &folder.join("mine.gguf"),
+        &[burrow::llm::gguf::MetaEdit::Set(
+            "general.name".into(),
+            burrow::llm::gguf::MetaValue::String("Mine".into()),
+        )],
+    )
+    .unwrap();
+    let names = |home: &Path| -> Vec<String> {
+        json(&burrow(home, &["models", "list", "--json"]))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(!names(home.path()).contains(&"Mine".to_string()));
+    let added = json(&burrow(
+        home.path(),
+        &["models", "add-dir", folder.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(added["changed"], true);
+    assert!(names(home.path()).contains(&"Mine".to_string()));
+    let again = json(&burrow(
+        home.path(),
+        &["models", "add-dir", folder.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(again["changed"], false);
+    let removed = json(&burrow(
+        home.path(),
+        &["models", "remove-dir", folder.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(removed["changed"], true);
+    assert!(!names(home.path()).contains(&"Mine".to_string()));
+    let bad = burrow(home.path(), &["models", "add-dir", "/no/such/folder"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/no/such/folder"));
+}
