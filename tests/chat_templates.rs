@@ -17,7 +17,20 @@ fn ours() -> PathBuf {
 }
 
 /// Checks every template against every context in `root/contexts`, with references in
-/// `root/expected/<context>/`. Returns (pairs checked, failures).
+/// `root/expected/<context>/`, and fails listing every pair that differs.
+fn assert_all_match(root: &Path) {
+    assert!(root.is_dir(), "fixtures missing at {}", root.display());
+    let (checked, failures) = check_all(root);
+    assert!(checked >= 120, "only {checked} pairs");
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} pairs fail:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// Returns (pairs checked, failures).
 fn check_all(root: &Path) -> (usize, Vec<String>) {
     let at = chrono::NaiveDate::from_ymd_opt(2025, 1, 15)
         .unwrap()
@@ -90,28 +103,12 @@ fn check_all(root: &Path) -> (usize, Vec<String>) {
 
 #[test]
 fn every_shared_fixture_pair_matches_the_reference() {
-    let root = shared();
-    assert!(root.is_dir(), "fixtures missing at {}", root.display());
-    let (checked, failures) = check_all(&root);
-    assert!(checked >= 120, "only {checked} pairs");
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} pairs fail:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    assert_all_match(&shared());
 }
 
 #[test]
 fn burrows_own_contexts_match_the_reference() {
-    let (checked, failures) = check_all(&ours());
-    assert!(checked >= 120, "only {checked} pairs");
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} pairs fail:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    assert_all_match(&ours());
 }
 
 /// The text around byte `at`, for a readable diff.

@@ -5,19 +5,23 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn burrow(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args(args)
+/// `burrow` with its home in `home`, run from the project (so it finds `models/`), and none of
+/// the user's own model folders.
+fn burrow_cmd(home: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_burrow"));
+    cmd.args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("BURROW_HOME", home)
-        // Keep the user's own model folders out of the test.
         .env("HOME", home)
         .env_remove("HF_HOME")
         .env_remove("HF_HUB_CACHE")
         .env_remove("OLLAMA_MODELS")
-        .env_remove("BURROW_MODEL_DIRS")
-        .output()
-        .expect("burrow runs")
+        .env_remove("BURROW_MODEL_DIRS");
+    cmd
+}
+
+fn burrow(home: &Path, args: &[&str]) -> Output {
+    burrow_cmd(home, args).output().expect("burrow runs")
 }
 
 fn json(out: &Output) -> serde_json::Value {
@@ -45,11 +49,7 @@ fn models_list_and_info() {
     )
     .unwrap();
     std::fs::write(extra.join("broken.gguf"), b"not a model").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args(["models", "list", "--json"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("BURROW_HOME", home.path())
-        .env("HOME", home.path())
+    let out = burrow_cmd(home.path(), &["models", "list", "--json"])
         .env("BURROW_MODEL_DIRS", &extra)
         .output()
         .unwrap();
@@ -206,16 +206,15 @@ fn chat_streams_and_reports_usage() {
     assert!(v["usage"]["prompt_tokens"].as_u64().unwrap() > 5);
 
     // Interactive mode reads turns from standard input and reuses the cache between them.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args(["chat", "--temperature", "0", "--max-tokens", "8"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("BURROW_HOME", home.path())
-        .env("HOME", home.path())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = burrow_cmd(
+        home.path(),
+        &["chat", "--temperature", "0", "--max-tokens", "8"],
+    )
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();

@@ -235,13 +235,9 @@ impl LanguageModel for FakeModel {
         messages: &[ChatMessage],
         tools: Option<&[serde_json::Value]>,
     ) -> Result<String, LlmError> {
-        let ctx = ChatContext {
-            messages: messages.to_vec(),
-            tools: tools.map(<[serde_json::Value]>::to_vec),
-            add_generation_prompt: true,
-            ..Default::default()
-        };
-        Ok(self.template.render(&ctx)?)
+        Ok(self
+            .template
+            .render(&ChatContext::for_reply(messages, tools, "", ""))?)
     }
 }
 

@@ -170,21 +170,25 @@ fn close_objects(schema: &mut Value) {
     }
 }
 
+/// An llguidance parser factory for a tokenizer. Quiet: llguidance would otherwise write its
+/// warnings to stderr; they are reported through `Matcher::grammar_warnings` instead.
+pub(crate) fn guidance_factory(
+    env: &llguidance::toktrie::TokEnv,
+) -> Result<llguidance::ParserFactory, String> {
+    let mut factory = llguidance::ParserFactory::new_simple(env).map_err(|e| e.to_string())?;
+    factory.quiet();
+    Ok(factory)
+}
+
 /// A parser factory over a byte-level tokenizer: enough to compile, and so check, a grammar
 /// when no model is loaded.
 fn offline_factory() -> Result<&'static llguidance::ParserFactory, GrammarError> {
     static FACTORY: std::sync::OnceLock<Result<llguidance::ParserFactory, String>> =
         std::sync::OnceLock::new();
     FACTORY
-        .get_or_init(|| {
-            let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
-            llguidance::ParserFactory::new_simple(&env)
-                .map(|mut f| {
-                    f.quiet();
-                    f
-                })
-                .map_err(|e| e.to_string())
-        })
+        .get_or_init(
+            || guidance_factory(&llguidance::toktrie::ApproximateTokEnv::single_byte_env()),
+        )
         .as_ref()
         .map_err(|e| GrammarError::Invalid {
             kind: "grammar",

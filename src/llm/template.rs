@@ -127,6 +127,22 @@ pub struct ChatContext {
 }
 
 impl ChatContext {
+    /// The context for asking the model for the next assistant turn.
+    pub fn for_reply(
+        messages: &[ChatMessage],
+        tools: Option<&[serde_json::Value]>,
+        bos_token: &str,
+        eos_token: &str,
+    ) -> Self {
+        ChatContext {
+            messages: messages.to_vec(),
+            tools: tools.map(<[serde_json::Value]>::to_vec),
+            add_generation_prompt: true,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        }
+    }
+
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "messages": self.messages,

@@ -17,7 +17,7 @@ use crate::llm::engine::{
     CancelToken, GenerateRequest, Generation, LanguageModel, LlmError, ModelDescriptor, Prompt,
     PromptSegment, SamplingParams,
 };
-use crate::llm::grammar::{Grammar, GrammarError};
+use crate::llm::grammar::{guidance_factory, Grammar, GrammarError};
 use crate::llm::library::ModelInfo;
 use crate::llm::llama_log;
 use crate::llm::template::{ChatContext, ChatMessage, ChatTemplate, TemplateError};
@@ -345,13 +345,7 @@ impl LoadedModel {
         messages: &[ChatMessage],
         tools: Option<&[serde_json::Value]>,
     ) -> Result<String, LlmError> {
-        let ctx = ChatContext {
-            messages: messages.to_vec(),
-            tools: tools.map(<[serde_json::Value]>::to_vec),
-            add_generation_prompt: true,
-            bos_token: self.bos_text.clone(),
-            eos_token: self.eos_text.clone(),
-        };
+        let ctx = ChatContext::for_reply(messages, tools, &self.bos_text, &self.eos_text);
         let template = self
             .template
             .as_ref()
@@ -463,15 +457,7 @@ impl LoadedModel {
         }
         let factory = self
             .guidance
-            .get_or_init(|| {
-                let env = LlamaSampler::llguidance_tok_env(model);
-                llguidance::ParserFactory::new_simple(&env)
-                    .map(|mut f| {
-                        f.quiet();
-                        f
-                    })
-                    .map_err(|e| e.to_string())
-            })
+            .get_or_init(|| guidance_factory(&LlamaSampler::llguidance_tok_env(model)))
             .as_ref()
             .map_err(|e| GrammarError::Constraint {
                 reason: format!("cannot prepare llguidance for this vocabulary: {e}"),
