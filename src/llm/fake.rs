@@ -12,7 +12,7 @@ use super::engine::{
     StopReason, Usage,
 };
 use super::stream::StopMatcher;
-use super::template::{ChatContext, ChatMessage, ChatTemplate};
+use super::template::{ChatContext, ChatMessage, ChatTemplate, TemplateError};
 use super::tokens::estimate_tokens;
 
 /// One scripted model turn.
@@ -65,7 +65,7 @@ pub struct FakeModel {
     name: String,
     context_length: usize,
     state: Arc<Mutex<State>>,
-    template: Arc<ChatTemplate>,
+    template: Arc<Result<ChatTemplate, TemplateError>>,
 }
 
 impl std::fmt::Debug for FakeModel {
@@ -235,9 +235,8 @@ impl LanguageModel for FakeModel {
         messages: &[ChatMessage],
         tools: Option<&[serde_json::Value]>,
     ) -> Result<String, LlmError> {
-        Ok(self
-            .template
-            .render(&ChatContext::for_reply(messages, tools, "", ""))?)
+        let template = self.template.as_ref().as_ref().map_err(|e| e.clone())?;
+        Ok(template.render(&ChatContext::for_reply(messages, tools, "", ""))?)
     }
 }
 

@@ -35,12 +35,20 @@ pub struct CatalogueEntry {
 }
 
 impl Catalogue {
-    pub fn builtin() -> Self {
-        match serde_json::from_str(CATALOGUE_JSON) {
-            Ok(c) => c,
-            // The catalogue is compiled in and covered by a test.
-            Err(e) => unreachable!("models/catalogue.json: {e}"),
-        }
+    /// The catalogue compiled into this build, parsed once.
+    pub fn builtin() -> &'static Catalogue {
+        static CATALOGUE: std::sync::OnceLock<Catalogue> = std::sync::OnceLock::new();
+        CATALOGUE.get_or_init(|| {
+            serde_json::from_str(CATALOGUE_JSON).unwrap_or_else(|e| {
+                // Covered by a test, so only a broken build gets here; without the catalogue,
+                // models are still found, just without catalogue names and licences.
+                tracing::error!("models/catalogue.json is invalid: {e}");
+                Catalogue {
+                    default: String::new(),
+                    models: Vec::new(),
+                }
+            })
+        })
     }
 
     pub fn default_entry(&self) -> Option<&CatalogueEntry> {

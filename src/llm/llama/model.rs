@@ -128,7 +128,7 @@ impl LoadedModel {
                     "{}: the model has no chat template; using ChatML",
                     info.path.display()
                 );
-                (Ok(ChatTemplate::chatml()), true)
+                (ChatTemplate::chatml(), true)
             }
         };
         Ok(LoadedModel {
