@@ -1,5 +1,8 @@
-//! Burrow's core: local language models (`llm`) and, in later modules, the workspace index and
-//! the agent. The desktop shell and the CLI are thin layers over this crate.
+//! Burrow's core: local language models (`llm`), the workspace index of the user's repositories
+//! and issues (`workspace`), and the tools the agent uses over it (`tools`). The desktop shell and
+//! the CLI are thin layers over this crate.
 
 pub mod config;
 pub mod llm;
+pub mod tools;
+pub mod workspace;

@@ -1,5 +1,7 @@
 //! `burrow`: the command-line interface to Burrow's core.
 
+mod cli;
+
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,6 +52,15 @@ enum Command {
     },
     /// Measure prompt processing, generation, constrained generation and KV-cache reuse.
     Bench(BenchArgs),
+    /// Add, import, index and inspect the repositories and issues Burrow knows.
+    Workspace {
+        #[command(subcommand)]
+        command: cli::workspace::WorkspaceCommand,
+    },
+    /// Search code, documents, commits, issues and pull requests.
+    Search(cli::workspace::SearchArgs),
+    /// Run one of the agent's tools and print what the model would see.
+    Tool(cli::workspace::ToolArgs),
 }
 
 #[derive(Subcommand)]
@@ -181,6 +192,13 @@ struct BenchArgs {
 }
 
 fn main() -> ExitCode {
+    // Die quietly when the reader of our output goes away (`burrow ... | head`), as Unix tools
+    // do, instead of failing a write.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env("BURROW_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
@@ -216,6 +234,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } => template_render(&template, &context, now.as_deref(), json),
         },
         Command::Bench(args) => bench(&home, args),
+        Command::Workspace { command } => cli::workspace::run(&home, command),
+        Command::Search(args) => cli::workspace::search(&home, args),
+        Command::Tool(args) => cli::workspace::tool(&home, args),
     }
 }
 

@@ -1,0 +1,371 @@
+//! `burrow workspace ...` and `burrow search`: adding, importing, indexing and searching.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use burrow::config::BurrowHome;
+use burrow::workspace::{IndexEvent, IndexPhase, IndexReport, Kind, SearchQuery, Workspace};
+
+#[derive(Subcommand)]
+pub enum WorkspaceCommand {
+    /// Add a local folder (a git repository or any folder) and index it.
+    Add {
+        path: PathBuf,
+        /// The name to show and search by (default: the folder's name).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Import issues and pull requests from an export (a JSON file or a directory).
+    Import {
+        path: PathBuf,
+        /// The repository they belong to, as OWNER/NAME.
+        #[arg(long, value_name = "OWNER/NAME")]
+        repo: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The repositories in the workspace and what is indexed.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Index again what changed (one repository, or all of them).
+    Reindex {
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct SearchArgs {
+    /// What to look for.
+    pub query: String,
+    /// code, doc, commit, issue or pr (repeatable).
+    #[arg(long)]
+    pub kind: Vec<String>,
+    #[arg(long)]
+    pub repo: Option<String>,
+    /// open, closed or merged.
+    #[arg(long)]
+    pub state: Option<String>,
+    #[arg(long)]
+    pub label: Option<String>,
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Only paths matching this glob (`src/**/*.rs`, `*.md`).
+    #[arg(long, value_name = "GLOB")]
+    pub path: Option<String>,
+    /// Only items from this date on (YYYY-MM-DD).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Only items before this date (YYYY-MM-DD).
+    #[arg(long, value_name = "DATE")]
+    pub until: Option<String>,
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
+    let ws = Workspace::open(home)?;
+    match command {
+        WorkspaceCommand::Add { path, name, json } => {
+            let repo = ws.add_repo(&path, name.as_deref())?;
+            let report = index_with_progress(&ws, &repo.name, json)?;
+            print_reports(&[report], json)
+        }
+        WorkspaceCommand::Import { path, repo, json } => {
+            let report = with_progress(json, |on| ws.import(&path, &repo, on))
+                .with_context(|| format!("importing {}", path.display()))?;
+            print_reports(&[report], json)
+        }
+        WorkspaceCommand::Status { json } => {
+            let status = ws.status()?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else if status.is_empty() {
+                println!(
+                    "The workspace is empty. Add a repository with: burrow workspace add PATH"
+                );
+            } else {
+                for s in status {
+                    let r = &s.repo;
+                    println!(
+                        "{}  [{}{}]{}",
+                        r.name,
+                        r.status,
+                        r.error
+                            .as_deref()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default(),
+                        r.root
+                            .as_ref()
+                            .map(|p| format!("  {}", p.display()))
+                            .unwrap_or_default()
+                    );
+                    println!(
+                        "  {} files ({} skipped), {} commits, {} branches, {} tags, {} issues, {} pull requests, {} comments; {} search entries",
+                        s.files, s.skipped_files, s.commits, s.branches, s.tags, s.issues, s.pull_requests, s.comments, s.documents
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        WorkspaceCommand::Reindex { name, json } => {
+            let names: Vec<String> = match name {
+                Some(n) => vec![ws.repo(&n)?.name],
+                None => ws
+                    .repos()?
+                    .into_iter()
+                    .filter(|r| r.root.is_some())
+                    .map(|r| r.name)
+                    .collect(),
+            };
+            let mut reports = Vec::new();
+            for n in names {
+                reports.push(index_with_progress(&ws, &n, json)?);
+            }
+            print_reports(&reports, json)
+        }
+    }
+}
+
+fn index_with_progress(ws: &Workspace, name: &str, quiet: bool) -> Result<IndexReport> {
+    with_progress(quiet, |on| ws.index_repo(name, on)).with_context(|| format!("indexing {name}"))
+}
+
+/// Runs an indexing job with a progress bar per phase on stderr (hidden when not a terminal, or
+/// when the output is JSON).
+fn with_progress<T, E>(
+    quiet: bool,
+    job: impl FnOnce(&mut dyn FnMut(IndexEvent)) -> Result<T, E>,
+) -> Result<T, E> {
+    let multi = MultiProgress::new();
+    if quiet {
+        multi.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let style = ProgressStyle::with_template("{prefix:>8} [{bar:30}] {pos}/{len} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let mut bars: HashMap<IndexPhase, ProgressBar> = HashMap::new();
+    let result = job(&mut |event| match event {
+        IndexEvent::Progress {
+            phase, done, total, ..
+        } => {
+            let bar = bars.entry(phase).or_insert_with(|| {
+                let b = multi.add(ProgressBar::new(total));
+                b.set_style(style.clone());
+                b.set_prefix(format!("{phase:?}").to_lowercase());
+                b
+            });
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+        IndexEvent::Note { message, .. } => {
+            let _ = multi.println(format!("note: {message}"));
+        }
+    });
+    for b in bars.values() {
+        b.finish();
+    }
+    result
+}
+
+fn print_reports(reports: &[IndexReport], json: bool) -> Result<ExitCode> {
+    if json {
+        if let [one] = reports {
+            println!("{}", serde_json::to_string_pretty(one)?);
+        } else {
+            println!("{}", serde_json::to_string_pretty(reports)?);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in reports {
+        let mut parts = Vec::new();
+        if r.files_indexed + r.files_unchanged + r.files_removed > 0 || !r.files_skipped.is_empty()
+        {
+            parts.push(format!(
+                "{} files indexed, {} unchanged, {} removed",
+                r.files_indexed, r.files_unchanged, r.files_removed
+            ));
+        }
+        if !r.files_skipped.is_empty() {
+            let skipped: Vec<String> = r
+                .files_skipped
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect();
+            parts.push(format!("skipped: {}", skipped.join(", ")));
+        }
+        if r.commits_added > 0 || r.refs > 0 {
+            parts.push(format!(
+                "{} new commits, {} branches and tags",
+                r.commits_added, r.refs
+            ));
+        }
+        if r.issues + r.pull_requests + r.comments > 0 {
+            parts.push(format!(
+                "{} issues, {} pull requests, {} comments",
+                r.issues, r.pull_requests, r.comments
+            ));
+        }
+        println!(
+            "{} ({:.1} s): {}",
+            r.repo,
+            r.elapsed_ms / 1000.0,
+            parts.join("; ")
+        );
+        if r.plain_folder {
+            println!("  note: not a git repository; indexed its files only");
+        }
+        for w in &r.warnings {
+            println!("  warning: {w}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn parse_date(flag: &str, s: &str) -> Result<i64> {
+    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .with_context(|| format!("{flag} {s:?}: expected a date as YYYY-MM-DD"))?;
+    Ok(d.and_hms_opt(0, 0, 0)
+        .map(|t| t.and_utc().timestamp())
+        .unwrap_or(0))
+}
+
+pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
+    let ws = Workspace::open(home)?;
+    let kinds = args
+        .kind
+        .iter()
+        .map(|k| Kind::parse(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let query = SearchQuery {
+        text: args.query.clone(),
+        kinds,
+        repo: args.repo,
+        state: args.state,
+        label: args.label,
+        author: args.author,
+        path: args.path,
+        since: args
+            .since
+            .as_deref()
+            .map(|d| parse_date("--since", d))
+            .transpose()?,
+        until: args
+            .until
+            .as_deref()
+            .map(|d| parse_date("--until", d))
+            .transpose()?,
+        limit: args.limit,
+        offset: args.offset,
+    };
+    let page = ws.search(&query)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&page.hits)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if page.hits.is_empty() {
+        println!("Nothing found for {:?}.", args.query);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, h) in page.hits.iter().enumerate() {
+        println!(
+            "{:>2}. [{}] {} {}  {}",
+            args.offset + i + 1,
+            h.kind,
+            h.repo,
+            h.location(),
+            h.title
+        );
+        for line in h.snippet.lines().take(4) {
+            println!("      {line}");
+        }
+    }
+    if let Some(next) = page.next_offset {
+        println!("(more: --offset {next})");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Args)]
+pub struct ToolArgs {
+    /// The tool (see --list).
+    #[arg(required_unless_present = "list")]
+    pub name: Option<String>,
+    /// Its arguments as a JSON object (default: {}).
+    pub args: Option<String>,
+    /// List the tools with their descriptions and parameters.
+    #[arg(long)]
+    pub list: bool,
+    /// Print the tool's structured result instead of the text the model reads.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs one agent tool and prints what the model would see.
+pub fn tool(home: &BurrowHome, args: ToolArgs) -> Result<ExitCode> {
+    let ws = std::sync::Arc::new(Workspace::open(home)?);
+    let registry = burrow::tools::workspace::workspace_tools(ws)?;
+    if args.list {
+        let specs = registry.specs();
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&specs)?);
+        } else {
+            for s in specs {
+                println!("{}: {}", s.name, s.description);
+                if let Some(props) = s.parameters.get("properties").and_then(|p| p.as_object()) {
+                    for (k, v) in props {
+                        let d = v.get("description").and_then(|d| d.as_str()).unwrap_or("");
+                        println!("    {k}: {d}");
+                    }
+                }
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = args.name.unwrap_or_default();
+    let raw = args.args.unwrap_or_else(|| "{}".into());
+    let value: serde_json::Value =
+        serde_json::from_str(&raw).with_context(|| format!("the arguments are not JSON: {raw}"))?;
+    match registry.call(&name, value) {
+        Ok(out) => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&out.data)?);
+            } else {
+                print!("{}", out.text);
+                if !out.text.ends_with('\n') {
+                    println!();
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            // What the model would see as the observation.
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "error": e.to_string(),
+                        "retryable": e.is_retryable()
+                    }))?
+                );
+            } else {
+                eprintln!("error: {e}");
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

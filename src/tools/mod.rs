@@ -1,0 +1,323 @@
+//! The tools the agent calls. A tool is a type with a `NAME` and a typed `Input` whose doc
+//! comments are what the model reads (turned into a JSON Schema); types are erased only at the
+//! registry, where the agent finds tools by name and calls them with JSON arguments.
+//!
+//! Every tool here is read-only: it reads the workspace index and the indexed files, and never
+//! writes, deletes or executes anything.
+
+pub mod workspace;
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::llm::grammar::{Grammar, GrammarError};
+
+/// What a tool returns: compact text for the model's context, and the same result as data for
+/// the UI.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolOutput {
+    pub text: String,
+    pub data: serde_json::Value,
+}
+
+impl ToolOutput {
+    pub fn new(text: impl Into<String>, data: impl Serialize) -> Self {
+        ToolOutput {
+            text: text.into(),
+            data: serde_json::to_value(data).unwrap_or(serde_json::Value::Null),
+        }
+    }
+}
+
+/// Why a tool call failed. The model sees every one of these as an observation; only
+/// `Transient` is worth retrying as is.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ToolError {
+    /// The arguments do not fit the tool (the model's mistake; retrying the same call fails).
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The thing asked for does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// Outside what the tool may touch (a path outside the indexed repositories).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// A passing condition (the database is busy): the same call may work in a moment.
+    #[error("temporarily unavailable: {0}")]
+    Transient(String),
+    /// The tool itself failed.
+    #[error("tool failed: {0}")]
+    Failed(String),
+}
+
+impl ToolError {
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, ToolError::Transient(_))
+    }
+}
+
+impl From<crate::workspace::WorkspaceError> for ToolError {
+    fn from(e: crate::workspace::WorkspaceError) -> Self {
+        use crate::workspace::WorkspaceError as W;
+        if e.is_transient() {
+            return ToolError::Transient(e.to_string());
+        }
+        match e {
+            W::UnknownRepo { .. } | W::NotFound(_) => ToolError::NotFound(e.to_string()),
+            W::BadQuery(m) => ToolError::InvalidArguments(m),
+            W::BadSlug { .. } => ToolError::InvalidArguments(e.to_string()),
+            W::Refused(m) => ToolError::Refused(m),
+            other => ToolError::Failed(other.to_string()),
+        }
+    }
+}
+
+/// A tool with typed input.
+pub trait Tool: Send + Sync + 'static {
+    const NAME: &'static str;
+    /// The arguments. Its doc comment is the tool's description; its fields' doc comments
+    /// describe the parameters.
+    type Input: JsonSchema + DeserializeOwned;
+
+    fn run(&self, input: Self::Input) -> Result<ToolOutput, ToolError>;
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments (an object).
+    pub parameters: serde_json::Value,
+}
+
+impl ToolSpec {
+    /// The form chat templates take in `tools`.
+    pub fn to_chat_tool(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            }
+        })
+    }
+}
+
+/// The schema of `T`, with subschemas inlined (small models follow flat schemas better, and
+/// grammars need no references), split into description and parameters.
+pub fn spec_for<T: JsonSchema>(name: &str) -> ToolSpec {
+    let settings = schemars::generate::SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = schema.to_value();
+    unwrap_descriptions(&mut value);
+    let description = value
+        .get("description")
+        .and_then(|d| d.as_str())
+        .unwrap_or_default()
+        .to_string();
+    if let Some(o) = value.as_object_mut() {
+        for key in ["$schema", "title", "description"] {
+            o.remove(key);
+        }
+    }
+    ToolSpec {
+        name: name.to_string(),
+        description,
+        parameters: value,
+    }
+}
+
+/// Doc comments are wrapped at 100 columns; the model reads descriptions as prose, so line
+/// breaks within a paragraph become spaces (blank lines stay).
+fn unwrap_descriptions(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, child) in o.iter_mut() {
+                match child {
+                    serde_json::Value::String(s) if k == "description" => {
+                        *s = s
+                            .split("\n\n")
+                            .map(|p| p.split('\n').map(str::trim).collect::<Vec<_>>().join(" "))
+                            .collect::<Vec<_>>()
+                            .join("\n\n");
+                    }
+                    other => unwrap_descriptions(other),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(unwrap_descriptions),
+        _ => {}
+    }
+}
+
+trait ErasedTool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn call(&self, args: serde_json::Value) -> Result<ToolOutput, ToolError>;
+}
+
+struct Typed<T: Tool> {
+    tool: T,
+    spec: ToolSpec,
+}
+
+impl<T: Tool> ErasedTool for Typed<T> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        // Models send `null` or nothing for a tool without parameters.
+        let args = if args.is_null() {
+            serde_json::json!({})
+        } else {
+            args
+        };
+        let input: T::Input = serde_json::from_value(args).map_err(|e| {
+            ToolError::InvalidArguments(format!("{e} (expected: {})", self.spec.parameters))
+        })?;
+        self.tool.run(input)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("a tool named {0:?} is already registered")]
+    Duplicate(String),
+    #[error("tool {name:?}: its parameters cannot become a grammar: {source}")]
+    Ungrammatical {
+        name: String,
+        #[source]
+        source: GrammarError,
+    },
+}
+
+/// The tools the agent can use, in registration order.
+#[derive(Default, Clone)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn ErasedTool>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.tools.iter().map(|t| &t.spec().name))
+            .finish()
+    }
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool. Its parameter schema must compile to a grammar: steps are decoded under one,
+    /// and a schema that cannot be enforced is better found now than in the middle of a run.
+    pub fn register<T: Tool>(&mut self, tool: T) -> Result<(), RegistryError> {
+        if self.get(T::NAME).is_some() {
+            return Err(RegistryError::Duplicate(T::NAME.to_string()));
+        }
+        let spec = spec_for::<T::Input>(T::NAME);
+        Grammar::JsonSchema(spec.parameters.clone())
+            .validate()
+            .map_err(|source| RegistryError::Ungrammatical {
+                name: T::NAME.to_string(),
+                source,
+            })?;
+        self.tools.push(Arc::new(Typed { tool, spec }));
+        Ok(())
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.iter().map(|t| t.spec().clone()).collect()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.spec().name.clone()).collect()
+    }
+
+    pub fn spec(&self, name: &str) -> Option<ToolSpec> {
+        self.get(name).map(|t| t.spec().clone())
+    }
+
+    fn get(&self, name: &str) -> Option<&Arc<dyn ErasedTool>> {
+        self.tools.iter().find(|t| t.spec().name == name)
+    }
+
+    /// Calls a tool by name with JSON arguments.
+    pub fn call(&self, name: &str, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        match self.get(name) {
+            Some(t) => t.call(args),
+            None => Err(ToolError::NotFound(format!(
+                "no tool named {name:?}; the tools are: {}",
+                self.names().join(", ")
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Says hello to someone.
+    #[derive(serde::Deserialize, JsonSchema)]
+    struct HelloInput {
+        /// Who to greet.
+        name: String,
+        /// How many times.
+        #[serde(default)]
+        times: Option<u32>,
+    }
+
+    struct Hello;
+
+    impl Tool for Hello {
+        const NAME: &'static str = "hello";
+        type Input = HelloInput;
+        fn run(&self, input: HelloInput) -> Result<ToolOutput, ToolError> {
+            let n = input.times.unwrap_or(1) as usize;
+            Ok(ToolOutput::new(
+                vec![format!("hello {}", input.name); n].join(" "),
+                (),
+            ))
+        }
+    }
+
+    #[test]
+    fn doc_comments_become_the_spec_and_calls_are_typed() {
+        let mut reg = ToolRegistry::new();
+        reg.register(Hello).unwrap();
+        let spec = reg.spec("hello").unwrap();
+        assert_eq!(spec.description, "Says hello to someone.");
+        assert_eq!(
+            spec.parameters["properties"]["name"]["description"],
+            "Who to greet."
+        );
+        assert_eq!(spec.parameters["required"], serde_json::json!(["name"]));
+        let out = reg
+            .call("hello", serde_json::json!({"name": "Ann", "times": 2}))
+            .unwrap();
+        assert_eq!(out.text, "hello Ann hello Ann");
+        let e = reg
+            .call("hello", serde_json::json!({"times": 2}))
+            .unwrap_err();
+        assert!(
+            matches!(e, ToolError::InvalidArguments(_)) && e.to_string().contains("name"),
+            "{e}"
+        );
+        assert!(!e.is_retryable());
+        let e = reg.call("goodbye", serde_json::json!({})).unwrap_err();
+        assert!(e.to_string().contains("hello"), "{e}");
+        assert!(matches!(
+            reg.register(Hello),
+            Err(RegistryError::Duplicate(_))
+        ));
+    }
+}

@@ -1,0 +1,401 @@
+//! Reading a git repository with gix (no `git` process): commits with their changed files and
+//! line counts, branches and tags.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use gix::bstr::ByteSlice;
+
+use super::WorkspaceError;
+
+/// A commit as the index stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitRecord {
+    pub hash: String,
+    pub author_name: String,
+    pub author_email: String,
+    /// Seconds since the Unix epoch.
+    pub time: i64,
+    pub summary: String,
+    pub message: String,
+    pub parents: Vec<String>,
+    pub files: Vec<FileChange>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileChange {
+    pub path: String,
+    /// added, deleted or modified
+    pub change: &'static str,
+    pub additions: u32,
+    pub deletions: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RefRecord {
+    pub name: String,
+    /// branch or tag
+    pub kind: &'static str,
+    pub target: String,
+}
+
+fn git_err(root: &Path, what: &str, e: impl std::fmt::Display) -> WorkspaceError {
+    WorkspaceError::Git {
+        path: root.to_path_buf(),
+        reason: format!("{what}: {e}"),
+    }
+}
+
+/// An opened repository.
+pub struct GitRepo {
+    repo: gix::Repository,
+    root: std::path::PathBuf,
+    /// Diff buffers, reused from commit to commit: one for the tree walk, one for line counts
+    /// (the walk holds its cache while each change is counted).
+    cache: std::cell::RefCell<Option<(gix::diff::blob::Platform, gix::diff::blob::Platform)>>,
+}
+
+impl GitRepo {
+    /// Opens the repository whose work tree is `root` (not a parent of it: a plain folder inside
+    /// some other repository is not that repository).
+    pub fn open(root: &Path) -> Result<Option<Self>, WorkspaceError> {
+        if !root.join(".git").exists() {
+            return Ok(None);
+        }
+        let repo = gix::open(root).map_err(|e| git_err(root, "cannot open the repository", e))?;
+        Ok(Some(GitRepo {
+            repo,
+            root: root.to_path_buf(),
+            cache: std::cell::RefCell::new(None),
+        }))
+    }
+
+    /// The commit HEAD points at, if any (a new repository has none).
+    pub fn head(&self) -> Option<String> {
+        self.repo.head_id().ok().map(|id| id.to_string())
+    }
+
+    /// The `origin` remote as `owner/name`, when it is a GitHub-style URL.
+    pub fn origin_slug(&self) -> Option<String> {
+        let remote = self.repo.find_remote("origin").ok()?;
+        let url = remote.url(gix::remote::Direction::Fetch)?;
+        let path = url
+            .path
+            .to_str()
+            .ok()?
+            .trim_matches('/')
+            .trim_end_matches(".git");
+        let mut parts = path.rsplit('/');
+        let name = parts.next()?;
+        let owner = parts.next()?;
+        (!owner.is_empty() && !name.is_empty()).then(|| format!("{owner}/{name}"))
+    }
+
+    pub fn refs(&self) -> Result<Vec<RefRecord>, WorkspaceError> {
+        let platform = self
+            .repo
+            .references()
+            .map_err(|e| git_err(&self.root, "cannot list references", e))?;
+        let mut out = Vec::new();
+        for (kind, iter) in [
+            ("branch", platform.local_branches()),
+            ("tag", platform.tags()),
+        ] {
+            let iter = iter.map_err(|e| git_err(&self.root, "cannot list references", e))?;
+            for r in iter.flatten() {
+                let mut r = r;
+                let name = r.name().shorten().to_str_lossy().into_owned();
+                if let Ok(id) = r.peel_to_id() {
+                    out.push(RefRecord {
+                        name,
+                        kind,
+                        target: id.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Commits reachable from HEAD, the local branches and the tags that are not in `known`
+    /// (already indexed, and so are their ancestors), newest first.
+    pub fn new_commit_ids(
+        &self,
+        known: &HashSet<String>,
+    ) -> Result<Vec<gix::ObjectId>, WorkspaceError> {
+        let mut tips: Vec<gix::ObjectId> = Vec::new();
+        if let Ok(id) = self.repo.head_id() {
+            tips.push(id.detach());
+        }
+        for r in self.refs()? {
+            if let Ok(id) = gix::ObjectId::from_hex(r.target.as_bytes()) {
+                // Tags can point at trees or blobs; only commits start a walk.
+                if self.repo.find_commit(id).is_ok() {
+                    tips.push(id);
+                }
+            }
+        }
+        tips.retain(|id| !known.contains(&id.to_string()));
+        tips.sort();
+        tips.dedup();
+        if tips.is_empty() {
+            return Ok(Vec::new());
+        }
+        let hidden: Vec<gix::ObjectId> = known
+            .iter()
+            .filter_map(|h| gix::ObjectId::from_hex(h.as_bytes()).ok())
+            .collect();
+        let walk = self
+            .repo
+            .rev_walk(tips)
+            .with_hidden(hidden)
+            .sorting(gix::revision::walk::Sorting::ByCommitTime(
+                Default::default(),
+            ))
+            .all()
+            .map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
+        let mut ids = Vec::new();
+        for info in walk {
+            let info = info.map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
+            ids.push(info.id);
+        }
+        Ok(ids)
+    }
+
+    /// One commit, with its changed files and line counts (against its first parent).
+    pub fn commit_record(&self, id: gix::ObjectId) -> Result<CommitRecord, WorkspaceError> {
+        let mut slot = self.cache.borrow_mut();
+        if slot.is_none() {
+            *slot = Some((self.diff_cache()?, self.diff_cache()?));
+        }
+        match slot.as_mut() {
+            Some((walk, lines)) => self.read_commit(id, walk, lines),
+            None => Err(git_err(&self.root, "cannot prepare diffs", "no cache")),
+        }
+    }
+
+    fn diff_cache(&self) -> Result<gix::diff::blob::Platform, WorkspaceError> {
+        self.repo
+            .diff_resource_cache_for_tree_diff()
+            .map_err(|e| git_err(&self.root, "cannot prepare diffs", e))
+    }
+
+    fn read_commit(
+        &self,
+        id: gix::ObjectId,
+        walk_cache: &mut gix::diff::blob::Platform,
+        cache: &mut gix::diff::blob::Platform,
+    ) -> Result<CommitRecord, WorkspaceError> {
+        let hash = id.to_string();
+        let err = |what: &str, e: &dyn std::fmt::Display| {
+            git_err(&self.root, &format!("{what} {hash}"), e)
+        };
+        let commit = self
+            .repo
+            .find_commit(id)
+            .map_err(|e| err("cannot read commit", &e))?;
+        let author = commit
+            .author()
+            .map_err(|e| err("cannot read the author of", &e))?;
+        let time = author.time().map(|t| t.seconds).unwrap_or(0);
+        let message = commit.message_raw_sloppy().to_str_lossy().into_owned();
+        let summary = message.lines().next().unwrap_or("").trim().to_string();
+        let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
+        let tree = commit
+            .tree()
+            .map_err(|e| err("cannot read the tree of", &e))?;
+        // Changes against the first parent (for a merge, what the merge brought in); against the
+        // empty tree for a root commit.
+        let parent_tree = match commit.parent_ids().next() {
+            Some(p) => Some(
+                self.repo
+                    .find_commit(p)
+                    .and_then(|c| c.tree())
+                    .map_err(|e| err("cannot read the parent of", &e))?,
+            ),
+            None => None,
+        };
+        let base = parent_tree.unwrap_or_else(|| self.repo.empty_tree());
+        let mut files = Vec::new();
+        let mut changes = base.changes().map_err(|e| err("cannot diff", &e))?;
+        changes.options(|o| {
+            o.track_path();
+            o.track_rewrites(None);
+        });
+        changes
+            .for_each_to_obtain_tree_with_cache(&tree, walk_cache, |change| {
+                use gix::object::tree::diff::Change;
+                let (path, kind, mode) = match &change {
+                    Change::Addition {
+                        location,
+                        entry_mode,
+                        ..
+                    } => (location.to_string(), "added", *entry_mode),
+                    Change::Deletion {
+                        location,
+                        entry_mode,
+                        ..
+                    } => (location.to_string(), "deleted", *entry_mode),
+                    Change::Modification {
+                        location,
+                        entry_mode,
+                        ..
+                    } => (location.to_string(), "modified", *entry_mode),
+                    Change::Rewrite {
+                        location,
+                        entry_mode,
+                        ..
+                    } => (location.to_string(), "renamed", *entry_mode),
+                };
+                if mode.is_blob_or_symlink() {
+                    let counts = change
+                        .diff(cache)
+                        .ok()
+                        .and_then(|mut p| p.line_counts().ok())
+                        .flatten();
+                    files.push(FileChange {
+                        path,
+                        change: kind,
+                        additions: counts.map_or(0, |c| c.insertions),
+                        deletions: counts.map_or(0, |c| c.removals),
+                    });
+                }
+                cache.clear_resource_cache_keep_allocation();
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
+            .map_err(|e| err("cannot diff", &e))?;
+        Ok(CommitRecord {
+            hash,
+            author_name: author.name.to_str_lossy().into_owned(),
+            author_email: author.email.to_str_lossy().into_owned(),
+            time,
+            summary,
+            message,
+            parents,
+            files,
+        })
+    }
+
+    /// The patch of one commit against its first parent, as unified-diff text, at most
+    /// `max_bytes` (the rest is cut, and the cut reported).
+    pub fn commit_patch(
+        &self,
+        hash: &str,
+        max_bytes: usize,
+    ) -> Result<(String, bool), WorkspaceError> {
+        let err = |what: &str, e: &dyn std::fmt::Display| {
+            git_err(&self.root, &format!("{what} {hash}"), e)
+        };
+        let id =
+            gix::ObjectId::from_hex(hash.as_bytes()).map_err(|e| err("bad commit hash", &e))?;
+        let commit = self
+            .repo
+            .find_commit(id)
+            .map_err(|e| err("cannot read commit", &e))?;
+        let tree = commit
+            .tree()
+            .map_err(|e| err("cannot read the tree of", &e))?;
+        let base = match commit.parent_ids().next() {
+            Some(p) => self
+                .repo
+                .find_commit(p)
+                .and_then(|c| c.tree())
+                .map_err(|e| err("cannot read the parent of", &e))?,
+            None => self.repo.empty_tree(),
+        };
+        let mut out = String::new();
+        let mut truncated = false;
+        let mut walk_cache = self.diff_cache()?;
+        let mut changes = base.changes().map_err(|e| err("cannot diff", &e))?;
+        changes.options(|o| {
+            o.track_path();
+            o.track_rewrites(None);
+        });
+        changes
+            .for_each_to_obtain_tree_with_cache(&tree, &mut walk_cache, |change| {
+                if truncated {
+                    return Ok(std::ops::ControlFlow::Break(()));
+                }
+                use gix::object::tree::diff::Change;
+                let (path, old, new) = match &change {
+                    Change::Addition { location, id, .. } => {
+                        (location.to_string(), None, Some(*id))
+                    }
+                    Change::Deletion { location, id, .. } => {
+                        (location.to_string(), Some(*id), None)
+                    }
+                    Change::Modification {
+                        location,
+                        previous_id,
+                        id,
+                        ..
+                    } => (location.to_string(), Some(*previous_id), Some(*id)),
+                    Change::Rewrite {
+                        location,
+                        source_id,
+                        id,
+                        ..
+                    } => (location.to_string(), Some(*source_id), Some(*id)),
+                };
+                if !change.entry_mode().is_blob_or_symlink() {
+                    return Ok(std::ops::ControlFlow::Continue(()));
+                }
+                let read = |id: Option<gix::Id<'_>>| -> Option<String> {
+                    let blob = id?.object().ok()?;
+                    if super::text::looks_binary(&blob.data) {
+                        return None;
+                    }
+                    Some(String::from_utf8_lossy(&blob.data).into_owned())
+                };
+                let (a, b) = (read(old), read(new));
+                let header = format!(
+                    "diff --git a/{path} b/{path}\n--- {}\n+++ {}\n",
+                    if old.is_some() {
+                        format!("a/{path}")
+                    } else {
+                        "/dev/null".into()
+                    },
+                    if new.is_some() {
+                        format!("b/{path}")
+                    } else {
+                        "/dev/null".into()
+                    },
+                );
+                out.push_str(&header);
+                match (a, b) {
+                    (None, None) if old.is_some() || new.is_some() => out.push_str("Binary file\n"),
+                    (a, b) => out.push_str(&unified_diff(
+                        a.as_deref().unwrap_or(""),
+                        b.as_deref().unwrap_or(""),
+                    )),
+                }
+                if out.len() > max_bytes {
+                    let mut cut = max_bytes;
+                    while !out.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    out.truncate(cut);
+                    truncated = true;
+                }
+                Ok(std::ops::ControlFlow::Continue(()))
+            })
+            .map_err(|e| err("cannot diff", &e))?;
+        Ok((out, truncated))
+    }
+}
+
+/// A unified diff with 3 lines of context, with git's algorithm and slider heuristics (gix's).
+fn unified_diff(a: &str, b: &str) -> String {
+    use gix::diff::blob::unified_diff::{ConsumeBinaryHunk, ContextSize};
+    use gix::diff::blob::{diff_with_slider_heuristics, Algorithm, InternedInput, UnifiedDiff};
+    let input = InternedInput::new(a, b);
+    let diff = diff_with_slider_heuristics(Algorithm::Histogram, &input);
+    UnifiedDiff::new(
+        &diff,
+        &input,
+        ConsumeBinaryHunk::new(String::new(), "\n"),
+        ContextSize::symmetrical(3),
+    )
+    .consume()
+    .unwrap_or_else(|e| format!("(cannot render the diff: {e})\n"))
+}

@@ -1,0 +1,311 @@
+//! Text handling for the index: identifier-aware search terms, languages, binary detection, and
+//! the units files are split into (chunks of code, sections of documents).
+
+/// Splits an identifier into its words: `parse_args`, `ParseArgs`, `parse-args` and
+/// `HTTPServer2` give `[parse, args]`, `[parse, args]`, `[parse, args]`, `[http, server, 2]`.
+pub fn identifier_parts(word: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    for piece in word.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<char> = piece.chars().collect();
+        let mut cur = String::new();
+        for (i, &c) in chars.iter().enumerate() {
+            let prev = i.checked_sub(1).map(|j| chars[j]);
+            let next = chars.get(i + 1).copied();
+            let boundary = match prev {
+                None => false,
+                Some(p) => {
+                    (p.is_lowercase() && c.is_uppercase())
+                        || (p.is_alphabetic() != c.is_alphabetic())
+                        // The last capital of a run starts the next word: HTTPServer.
+                        || (p.is_uppercase()
+                            && c.is_uppercase()
+                            && next.is_some_and(|n| n.is_lowercase()))
+                }
+            };
+            if boundary && !cur.is_empty() {
+                parts.push(cur.to_lowercase());
+                cur.clear();
+            }
+            cur.push(c);
+        }
+        if !cur.is_empty() {
+            parts.push(cur.to_lowercase());
+        }
+    }
+    parts
+}
+
+/// Extra search terms for code: for every compound identifier, its words and its words joined.
+/// With them, `parse_args`, `ParseArgs` and `parse` all find both spellings (the tokenizer
+/// already splits `parse_args` at the underscore, but keeps `ParseArgs` whole).
+pub fn identifier_terms(text: &str) -> String {
+    let mut out = String::new();
+    let mut seen = std::collections::HashSet::new();
+    for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-')) {
+        if word.len() < 3 || !seen.insert(word) {
+            continue;
+        }
+        let parts = identifier_parts(word);
+        if parts.len() < 2 {
+            continue;
+        }
+        for p in &parts {
+            out.push_str(p);
+            out.push(' ');
+        }
+        out.push_str(&parts.concat());
+        out.push('\n');
+    }
+    out
+}
+
+/// The language of a file, from its name.
+pub fn language_of(path: &str) -> Option<&'static str> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let lower = name.to_ascii_lowercase();
+    let by_name = match lower.as_str() {
+        "makefile" | "gnumakefile" => Some("make"),
+        "dockerfile" => Some("dockerfile"),
+        "cmakelists.txt" => Some("cmake"),
+        "cargo.lock" => Some("toml"),
+        _ => None,
+    };
+    if by_name.is_some() {
+        return by_name;
+    }
+    let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
+    Some(match ext {
+        "rs" => "rust",
+        "py" | "pyi" => "python",
+        "js" | "mjs" | "cjs" | "jsx" => "javascript",
+        "ts" | "tsx" | "mts" => "typescript",
+        "go" => "go",
+        "c" | "h" => "c",
+        "cc" | "cpp" | "cxx" | "hpp" | "hh" | "hxx" | "ipp" => "cpp",
+        "java" => "java",
+        "kt" | "kts" => "kotlin",
+        "swift" => "swift",
+        "m" | "mm" => "objective-c",
+        "cs" => "csharp",
+        "rb" => "ruby",
+        "php" => "php",
+        "scala" => "scala",
+        "sh" | "bash" | "zsh" => "shell",
+        "ps1" => "powershell",
+        "lua" => "lua",
+        "pl" | "pm" => "perl",
+        "r" => "r",
+        "sql" => "sql",
+        "html" | "htm" => "html",
+        "css" | "scss" | "sass" | "less" => "css",
+        "vue" => "vue",
+        "svelte" => "svelte",
+        "json" => "json",
+        "toml" => "toml",
+        "yaml" | "yml" => "yaml",
+        "xml" | "ui" | "qrc" | "ts.xml" => "xml",
+        "md" | "markdown" | "mdx" => "markdown",
+        "rst" => "restructuredtext",
+        "adoc" | "asciidoc" => "asciidoc",
+        "txt" => "text",
+        "proto" => "protobuf",
+        "cmake" => "cmake",
+        "mk" => "make",
+        "dart" => "dart",
+        "ex" | "exs" => "elixir",
+        "erl" | "hrl" => "erlang",
+        "hs" => "haskell",
+        "ml" | "mli" => "ocaml",
+        "zig" => "zig",
+        "nix" => "nix",
+        "tf" => "terraform",
+        "gradle" => "gradle",
+        "ini" | "cfg" | "conf" => "ini",
+        _ => return None,
+    })
+}
+
+/// Whether a file is a document (indexed in sections at headings) rather than code.
+pub fn is_document(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let doc_ext = [".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc"]
+        .iter()
+        .any(|e| name.ends_with(e));
+    let doc_name = [
+        "readme",
+        "changelog",
+        "contributing",
+        "license",
+        "copying",
+        "authors",
+        "news",
+        "install",
+    ]
+    .iter()
+    .any(|n| name == *n || name.starts_with(&format!("{n}.")));
+    doc_ext || doc_name
+}
+
+/// Binary content: a NUL byte in the first 8 KiB (what git and ripgrep use).
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    memchr::memchr(0, &bytes[..bytes.len().min(8192)]).is_some()
+}
+
+/// A searchable unit of a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unit {
+    /// First line of the unit, 1-based.
+    pub line: usize,
+    /// A heading (documents) or empty.
+    pub title: String,
+    pub text: String,
+}
+
+/// Lines per code chunk. Small enough that a match's chunk is a useful snippet and BM25 sees
+/// local density; large enough to keep the index compact.
+const CHUNK_LINES: usize = 40;
+
+/// Splits source code into chunks of about `CHUNK_LINES` lines, preferring to break at a blank
+/// line near the limit so a function is not cut in half when it need not be.
+pub fn code_units(text: &str) -> Vec<Unit> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut units = Vec::new();
+    let mut start = 0;
+    while start < lines.len() {
+        let hard_end = (start + CHUNK_LINES).min(lines.len());
+        let mut end = hard_end;
+        if hard_end < lines.len() {
+            // Look back up to a quarter chunk for a blank line to break after.
+            if let Some(blank) = (hard_end - CHUNK_LINES / 4..hard_end)
+                .rev()
+                .find(|&i| lines[i].trim().is_empty())
+            {
+                end = blank + 1;
+            }
+        }
+        units.push(Unit {
+            line: start + 1,
+            title: String::new(),
+            text: lines[start..end].join("\n"),
+        });
+        start = end;
+    }
+    units
+}
+
+/// Splits a Markdown (or plain text) document at its headings; long sections are chunked.
+pub fn document_units(text: &str) -> Vec<Unit> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut sections: Vec<(usize, String, Vec<&str>)> = Vec::new();
+    let mut in_fence = false;
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        }
+        let heading = (!in_fence && trimmed.starts_with('#'))
+            .then(|| {
+                let hashes = trimmed.chars().take_while(|&c| c == '#').count();
+                let rest = &trimmed[hashes..];
+                (hashes <= 6 && (rest.is_empty() || rest.starts_with(' ')))
+                    .then(|| rest.trim().trim_end_matches('#').trim().to_string())
+            })
+            .flatten();
+        match heading {
+            Some(h) => sections.push((i + 1, h, vec![line])),
+            None => match sections.last_mut() {
+                Some(s) => s.2.push(line),
+                None => sections.push((1, String::new(), vec![line])),
+            },
+        }
+    }
+    let mut units = Vec::new();
+    for (line, title, body) in sections {
+        let text = body.join("\n");
+        if body.len() <= CHUNK_LINES * 2 {
+            units.push(Unit { line, title, text });
+        } else {
+            for u in code_units(&text) {
+                units.push(Unit {
+                    line: line + u.line - 1,
+                    title: title.clone(),
+                    text: u.text,
+                });
+            }
+        }
+    }
+    units
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_split_into_words() {
+        assert_eq!(identifier_parts("parse_args"), ["parse", "args"]);
+        assert_eq!(identifier_parts("ParseArgs"), ["parse", "args"]);
+        assert_eq!(identifier_parts("parseArgs"), ["parse", "args"]);
+        assert_eq!(identifier_parts("parse-args"), ["parse", "args"]);
+        assert_eq!(identifier_parts("HTTPServer2"), ["http", "server", "2"]);
+        assert_eq!(identifier_parts("x"), ["x"]);
+        assert_eq!(identifier_parts("ÜberSchall"), ["über", "schall"]);
+    }
+
+    #[test]
+    fn terms_cover_both_spellings() {
+        let t = identifier_terms("fn ParseArgs() { parse_args(); x }");
+        assert!(t.contains("parse args parseargs"), "{t}");
+        assert!(!t.contains("fn"), "{t}");
+    }
+
+    #[test]
+    fn languages_and_documents() {
+        assert_eq!(language_of("src/main.rs"), Some("rust"));
+        assert_eq!(language_of("a/B.CPP"), Some("cpp"));
+        assert_eq!(language_of("Makefile"), Some("make"));
+        assert_eq!(language_of("LICENSE"), None);
+        assert!(
+            is_document("README.md") && is_document("docs/guide.rst") && is_document("LICENSE")
+        );
+        assert!(!is_document("src/readme_parser.rs"));
+    }
+
+    #[test]
+    fn binary_detection() {
+        assert!(looks_binary(b"abc\0def"));
+        assert!(!looks_binary("héllo".as_bytes()));
+    }
+
+    #[test]
+    fn code_is_chunked_at_blank_lines() {
+        let text: String = (1..=100)
+            .map(|i| {
+                if i % 35 == 0 {
+                    String::new()
+                } else {
+                    format!("line {i}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let units = code_units(&text);
+        assert_eq!(units[0].line, 1);
+        // The blank line 35 is within the last quarter of the first chunk: the break follows it.
+        assert_eq!(units[1].line, 36);
+        let total: usize = units.iter().map(|u| u.text.split('\n').count()).sum();
+        assert_eq!(total, 100);
+    }
+
+    #[test]
+    fn documents_split_at_headings_outside_code_fences() {
+        let md =
+            "intro\n# Install\nrun it\n```\n# not a heading\n```\n## Usage ##\nuse it\n#hashtag";
+        let units = document_units(md);
+        let titles: Vec<&str> = units.iter().map(|u| u.title.as_str()).collect();
+        assert_eq!(titles, ["", "Install", "Usage"]);
+        assert_eq!(units[1].line, 2);
+        assert_eq!(units[2].line, 7);
+        assert!(units[2].text.contains("#hashtag"));
+    }
+}
