@@ -309,3 +309,148 @@ fn model_folders_are_added_and_removed() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/no/such/folder"));
 }
+
+#[test]
+fn workspace_commands_search_and_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = home.path().join("proj");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/lib.rs"), "pub fn frobnicate_widget() {}\n").unwrap();
+    std::fs::write(
+        repo.join("NOTES.md"),
+        "# Notes\n\nThe widget frobnicator is slow.\n",
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_AUTHOR_NAME", "Ann")
+            .env("GIT_AUTHOR_EMAIL", "ann@x.org")
+            .env("GIT_COMMITTER_NAME", "Ann")
+            .env("GIT_COMMITTER_EMAIL", "ann@x.org")
+            .env("HOME", home.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "Frobnicate widgets"]);
+
+    let added = json(&burrow(
+        home.path(),
+        &[
+            "workspace",
+            "add",
+            repo.to_str().unwrap(),
+            "--name",
+            "proj",
+            "--json",
+        ],
+    ));
+    assert_eq!(added["repo"], "proj");
+    assert_eq!(added["files_indexed"], 2);
+    assert_eq!(added["commits_added"], 1);
+    let issues = home.path().join("issues.json");
+    std::fs::write(
+        &issues,
+        r#"[{"number": 4, "title": "Widget frobnication is slow", "state": "open", "body": "takes a minute", "user": {"login": "bob"}}]"#,
+    )
+    .unwrap();
+    let imported = json(&burrow(
+        home.path(),
+        &[
+            "workspace",
+            "import",
+            issues.to_str().unwrap(),
+            "--repo",
+            "acme/proj",
+            "--json",
+        ],
+    ));
+    assert_eq!(imported["issues"], 1);
+    let status = json(&burrow(home.path(), &["workspace", "status", "--json"]));
+    let names: Vec<&str> = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["acme/proj", "proj"]);
+    let reindexed = json(&burrow(
+        home.path(),
+        &["workspace", "reindex", "proj", "--json"],
+    ));
+    assert_eq!(reindexed["files_unchanged"], 2);
+
+    // One result per element, in rank order, each with kind, repo and its locator.
+    let hits = json(&burrow(
+        home.path(),
+        &["search", "frobnicate widget", "--json", "--limit", "10"],
+    ));
+    let hits = hits.as_array().unwrap();
+    assert!(hits.len() >= 4, "{hits:?}");
+    for h in hits {
+        let kind = h["kind"].as_str().unwrap();
+        assert!(h["repo"].is_string());
+        match kind {
+            "code" | "doc" => assert!(h["path"].is_string() && h["line"].is_u64(), "{h}"),
+            "issue" | "pr" => assert!(h["number"].is_u64(), "{h}"),
+            "commit" => assert!(h["hash"].as_str().unwrap().len() == 40, "{h}"),
+            other => panic!("unexpected kind {other}"),
+        }
+    }
+    let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(
+        scores.windows(2).all(|w| w[0] >= w[1]),
+        "rank order: {scores:?}"
+    );
+    let code = json(&burrow(
+        home.path(),
+        &[
+            "search",
+            "frobnicate_widget",
+            "--kind",
+            "code",
+            "--repo",
+            "proj",
+            "--json",
+        ],
+    ));
+    assert_eq!(code[0]["path"], "src/lib.rs");
+    assert_eq!(code[0]["line"], 1);
+    let issues_only = json(&burrow(
+        home.path(),
+        &["search", "widget", "--kind", "issue", "--json"],
+    ));
+    assert_eq!(issues_only[0]["number"], 4);
+
+    // `burrow tool` prints what the model would see.
+    let out = burrow(
+        home.path(),
+        &["tool", "get_issue", r#"{"repo": "acme/proj", "number": 4}"#],
+    );
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Widget frobnication is slow"));
+    let out = burrow(
+        home.path(),
+        &[
+            "tool",
+            "read_file",
+            r#"{"repo": "proj", "path": "../../etc/passwd"}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("not allowed"));
+    assert_eq!(v["retryable"], false);
+    let listed = json(&burrow(home.path(), &["tool", "--list", "--json"]));
+    assert_eq!(listed.as_array().unwrap().len(), 13);
+
+    let bad = burrow(home.path(), &["workspace", "add", "/no/such/dir"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("/no/such/dir"));
+}

@@ -390,7 +390,9 @@ impl Tool for ReadFile {
         for (n, line) in slice.lines.iter().enumerate() {
             let _ = writeln!(out, "{:>width$}  {line}", slice.start_line + n);
         }
-        if slice.truncated || slice.end_line < slice.total_lines {
+        // A note when the limit cut the slice, or when the whole file was asked for and more
+        // remains; not when the caller asked for exactly these lines.
+        if slice.truncated || (i.end_line.is_none() && slice.end_line < slice.total_lines) {
             let _ = writeln!(
                 out,
                 "[cut at line {} of {}; read on with start_line {}]",

@@ -287,13 +287,16 @@ fn index_files(
             .map_err(db_err("reading indexed files"))?
     };
 
-    // The walk honours .gitignore (and .ignore) files, skips hidden entries (.git among them)
-    // and does not follow symbolic links: a link may point anywhere on the disk.
+    // The walk honours .gitignore (and .ignore) files, keeps hidden files (.github/ and the
+    // like are part of a project) but not .git itself, and does not follow symbolic links: a
+    // link may point anywhere on the disk.
     let mut walked = Vec::new();
     for entry in ignore::WalkBuilder::new(root)
         .follow_links(false)
+        .hidden(false)
         .require_git(false)
         .git_global(false)
+        .filter_entry(|e| e.file_name() != ".git")
         .build()
     {
         let entry = match entry {
@@ -335,6 +338,12 @@ fn index_files(
             walked.push(Walked::File {
                 rel,
                 abs: entry.path().to_path_buf(),
+            });
+        } else {
+            // FIFOs, sockets, devices: reading one could block or never end.
+            walked.push(Walked::Skip {
+                rel,
+                reason: "not a regular file".into(),
             });
         }
     }

@@ -1,0 +1,394 @@
+//! Issue #3: the agent's workspace tools, called as the agent calls them (by name, with JSON).
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use burrow::tools::workspace::workspace_tools;
+use burrow::tools::{ToolError, ToolRegistry};
+use burrow::workspace::Workspace;
+use serde_json::json;
+
+fn git(dir: &Path, args: &[&str], date: &str, who: (&str, &str)) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", who.0)
+        .env("GIT_AUTHOR_EMAIL", who.1)
+        .env("GIT_COMMITTER_NAME", who.0)
+        .env("GIT_COMMITTER_EMAIL", who.1)
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    tools: ToolRegistry,
+    first_commit: String,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("app");
+    std::fs::create_dir_all(repo.join("src/net")).unwrap();
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T00:00:00Z",
+        ("Ann", "ann@x.org"),
+    );
+    let body: String = (1..=300).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(repo.join("src/long.txt"), body).unwrap();
+    std::fs::write(
+        repo.join("src/net/client.rs"),
+        "pub fn connect() {\n    retry_with_backoff();\n}\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("README.md"), "# App\n").unwrap();
+    git(
+        &repo,
+        &["add", "-A"],
+        "2024-01-01T00:00:00Z",
+        ("Ann", "ann@x.org"),
+    );
+    git(
+        &repo,
+        &["commit", "-q", "-m", "First version of the client"],
+        "2024-01-01T00:00:00Z",
+        ("Ann", "ann@x.org"),
+    );
+    std::fs::write(
+        repo.join("src/net/client.rs"),
+        "pub fn connect() {\n    retry_with_backoff(3);\n}\n",
+    )
+    .unwrap();
+    git(
+        &repo,
+        &["commit", "-q", "-am", "Limit retries to three"],
+        "2024-02-01T00:00:00Z",
+        ("Bob", "bob@x.org"),
+    );
+    // Outside the index: an ignored secret, and a link out of the repository.
+    std::fs::write(repo.join(".gitignore"), ".env\n").unwrap();
+    std::fs::write(repo.join(".env"), "TOKEN=abc\n").unwrap();
+    std::fs::write(dir.path().join("private.txt"), "private\n").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("private.txt"), repo.join("src/link.txt")).unwrap();
+
+    let ws = Arc::new(Workspace::open_at(&dir.path().join("home/workspace.db")).unwrap());
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("app", &mut |_| {}).unwrap();
+    let issues = dir.path().join("issues.json");
+    std::fs::write(
+        &issues,
+        r#"[{"number": 1, "title": "Client hangs when the server is down", "state": "open", "body": "It never gives up.", "user": {"login": "carol"}, "labels": [{"name": "bug"}], "created_at": "2024-01-05T00:00:00Z"},
+            {"number": 2, "title": "Limit retries", "state": "closed", "body": "Fixes #1", "user": {"login": "bob"}, "pull_request": {"merged_at": "2024-02-01T00:00:00Z"}, "created_at": "2024-01-20T00:00:00Z"}]
+           [{"id": 7, "issue_url": "https://api.github.com/repos/acme/app/issues/1", "body": "Same here, it spins forever.", "user": {"login": "dave"}, "created_at": "2024-01-06T00:00:00Z"}]"#,
+    )
+    .unwrap();
+    ws.import(&issues, "acme/app", &mut |_| {}).unwrap();
+    let first_commit = String::from_utf8(
+        Command::new("git")
+            .args(["rev-list", "--max-parents=0", "HEAD"])
+            .current_dir(&repo)
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let tools = workspace_tools(ws).unwrap();
+    Fixture {
+        _dir: dir,
+        tools,
+        first_commit,
+    }
+}
+
+fn text(f: &Fixture, tool: &str, args: serde_json::Value) -> String {
+    f.tools
+        .call(tool, args.clone())
+        .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+        .text
+}
+
+fn err(f: &Fixture, tool: &str, args: serde_json::Value) -> ToolError {
+    f.tools
+        .call(tool, args.clone())
+        .expect_err(&format!("{tool} {args} must fail"))
+}
+
+#[test]
+fn every_tool_is_registered_with_a_description_and_a_grammar_ready_schema() {
+    let f = fixture();
+    let names = f.tools.names();
+    for n in [
+        "list_repositories",
+        "search",
+        "search_code",
+        "read_file",
+        "list_directory",
+        "search_commits",
+        "show_commit",
+        "search_issues",
+        "get_issue",
+        "search_pull_requests",
+        "get_pull_request",
+        "list_members",
+        "who_changed",
+    ] {
+        assert!(names.contains(&n.to_string()), "{n} missing");
+        let spec = f.tools.spec(n).unwrap();
+        assert!(spec.description.len() > 20, "{n}: {:?}", spec.description);
+        assert_eq!(spec.parameters["type"], "object", "{n}");
+    }
+}
+
+#[test]
+fn read_file_is_confined_to_indexed_files() {
+    let f = fixture();
+    let out = text(
+        &f,
+        "read_file",
+        json!({"repo": "app", "path": "src/net/client.rs"}),
+    );
+    assert!(
+        out.contains("2  ") && out.contains("retry_with_backoff(3)"),
+        "{out}"
+    );
+    // Long files come in parts with a note on how to go on.
+    let out = text(
+        &f,
+        "read_file",
+        json!({"repo": "app", "path": "src/long.txt"}),
+    );
+    assert!(
+        out.contains("line 200") && !out.contains("line 201\n"),
+        "{out}"
+    );
+    assert!(out.contains("start_line 201"), "{out}");
+    let out = text(
+        &f,
+        "read_file",
+        json!({"repo": "app", "path": "src/long.txt", "start_line": 290, "end_line": 295}),
+    );
+    assert!(
+        out.contains("290  line 290") && out.contains("295  line 295") && !out.contains("line 296"),
+        "{out}"
+    );
+    // Refused: parent paths, absolute paths, links out of the repository, ignored files.
+    for (path, expect) in [
+        ("../private.txt", "not allowed"),
+        ("/etc/passwd", "absolute"),
+        ("src/../../private.txt", "not allowed"),
+    ] {
+        let e = err(&f, "read_file", json!({"repo": "app", "path": path}));
+        assert!(
+            matches!(e, ToolError::Refused(_)) && e.to_string().contains(expect),
+            "{path}: {e}"
+        );
+    }
+    let e = err(
+        &f,
+        "read_file",
+        json!({"repo": "app", "path": "src/link.txt"}),
+    );
+    assert!(
+        matches!(e, ToolError::Refused(_)) && e.to_string().contains("symbolic link"),
+        "{e}"
+    );
+    let e = err(&f, "read_file", json!({"repo": "app", "path": ".env"}));
+    assert!(
+        matches!(e, ToolError::NotFound(_)),
+        "ignored files are not reachable: {e}"
+    );
+    let e = err(
+        &f,
+        "read_file",
+        json!({"repo": "app", "path": "src/long.txt", "start_line": 999}),
+    );
+    assert!(
+        matches!(e, ToolError::InvalidArguments(_)) && e.to_string().contains("300 lines"),
+        "{e}"
+    );
+    let e = err(&f, "read_file", json!({"repo": "app"}));
+    assert!(
+        matches!(e, ToolError::InvalidArguments(_)) && e.to_string().contains("path"),
+        "{e}"
+    );
+}
+
+#[test]
+fn directories_commits_and_people() {
+    let f = fixture();
+    let out = text(&f, "list_directory", json!({"repo": "app"}));
+    // src/long.txt and src/net/client.rs (src/link.txt, a link, is not indexed).
+    assert!(
+        out.contains("src/  (2 files)") && out.contains("README.md"),
+        "{out}"
+    );
+    assert!(!out.contains(".env"), "{out}");
+    let out = text(
+        &f,
+        "list_directory",
+        json!({"repo": "app", "path": "src/net"}),
+    );
+    assert!(out.contains("client.rs  (3 lines)"), "{out}");
+
+    let out = text(&f, "search_commits", json!({"repo": "app"}));
+    let limit_pos = out.find("Limit retries to three").unwrap();
+    let first_pos = out.find("First version").unwrap();
+    assert!(limit_pos < first_pos, "newest first: {out}");
+    let out = text(
+        &f,
+        "search_commits",
+        json!({"repo": "app", "author": "bob"}),
+    );
+    assert!(
+        out.contains("Limit retries") && !out.contains("First version"),
+        "{out}"
+    );
+    let out = text(
+        &f,
+        "search_commits",
+        json!({"repo": "app", "path": "README.md"}),
+    );
+    assert!(
+        out.contains("First version") && !out.contains("Limit retries"),
+        "{out}"
+    );
+    let out = text(
+        &f,
+        "search_commits",
+        json!({"repo": "app", "query": "retries limit"}),
+    );
+    assert!(out.contains("Limit retries to three"), "{out}");
+
+    let short = &f.first_commit[..8];
+    let out = text(&f, "show_commit", json!({"hash": short}));
+    assert!(
+        out.contains(&f.first_commit) && out.contains("added src/net/client.rs (+3 -0)"),
+        "{out}"
+    );
+    assert!(out.contains("+pub fn connect() {"), "the diff: {out}");
+    let e = err(&f, "show_commit", json!({"hash": "zz"}));
+    assert!(matches!(e, ToolError::InvalidArguments(_)), "{e}");
+    let e = err(&f, "show_commit", json!({"hash": "0000000"}));
+    assert!(matches!(e, ToolError::NotFound(_)), "{e}");
+
+    let out = text(
+        &f,
+        "who_changed",
+        json!({"repo": "app", "path": "src/net/client.rs"}),
+    );
+    assert!(out.contains("Ann") && out.contains("Bob"), "{out}");
+    let out = text(
+        &f,
+        "who_changed",
+        json!({"repo": "app", "path": "README.md"}),
+    );
+    assert!(out.contains("Ann") && !out.contains("Bob"), "{out}");
+    let out = text(&f, "list_members", json!({"repo": "acme/app"}));
+    assert!(out.contains("carol") && out.contains("dave"), "{out}");
+}
+
+#[test]
+fn issues_pull_requests_and_searches() {
+    let f = fixture();
+    let out = text(&f, "get_issue", json!({"repo": "acme/app", "number": 1}));
+    assert!(
+        out.contains("Client hangs") && out.contains("carol") && out.contains("spins forever"),
+        "{out}"
+    );
+    assert!(out.contains("Labels: bug"), "{out}");
+    let out = text(
+        &f,
+        "get_pull_request",
+        json!({"repo": "acme/app", "number": 2}),
+    );
+    assert!(out.contains("State: merged"), "{out}");
+    let e = err(&f, "get_issue", json!({"repo": "acme/app", "number": 2}));
+    assert!(e.to_string().contains("get_pull_request"), "{e}");
+    let e = err(&f, "get_issue", json!({"repo": "acme/app", "number": 99}));
+    assert!(matches!(e, ToolError::NotFound(_)), "{e}");
+    // Two repositories: a call that needs one must say which.
+    let e = err(&f, "get_issue", json!({"number": 1}));
+    assert!(
+        e.to_string().contains("several repositories") && e.to_string().contains("acme/app"),
+        "{e}"
+    );
+
+    let out = text(
+        &f,
+        "search_issues",
+        json!({"query": "client never gives up when server down"}),
+    );
+    assert!(out.contains("#1"), "{out}");
+    let out = text(
+        &f,
+        "search_pull_requests",
+        json!({"query": "limit retries", "state": "merged"}),
+    );
+    assert!(out.contains("#2"), "{out}");
+    let out = text(
+        &f,
+        "search",
+        json!({"query": "retry_with_backoff", "kinds": ["code"]}),
+    );
+    assert!(out.contains("src/net/client.rs:2"), "{out}");
+    let out = text(
+        &f,
+        "search_code",
+        json!({"query": "retry_with_backoff(3)", "mode": "exact"}),
+    );
+    assert!(
+        out.contains("src/net/client.rs:2: retry_with_backoff(3);"),
+        "{out}"
+    );
+    // An empty result says what was searched; it is not an error.
+    let out = text(
+        &f,
+        "search",
+        json!({"query": "kubernetes helm chart", "repo": "app"}),
+    );
+    assert!(
+        out.starts_with("No results for") && out.contains("kubernetes") && out.contains("repo app"),
+        "{out}"
+    );
+    let out = text(
+        &f,
+        "search_code",
+        json!({"query": "does_not_exist_anywhere", "mode": "exact"}),
+    );
+    assert!(
+        out.starts_with("No line matches") && out.contains("files searched"),
+        "{out}"
+    );
+    // Bad arguments come back as the model's mistake, not retryable.
+    let e = err(&f, "search", json!({"query": "x", "since": "last tuesday"}));
+    assert!(
+        matches!(e, ToolError::InvalidArguments(_)) && !e.is_retryable(),
+        "{e}"
+    );
+    let e = err(&f, "search", json!({"query": "x", "kinds": ["source"]}));
+    assert!(matches!(e, ToolError::InvalidArguments(_)), "{e}");
+    let e = err(&f, "search_code", json!({"query": "(", "mode": "regex"}));
+    assert!(
+        matches!(e, ToolError::InvalidArguments(_)) && e.to_string().contains("regular expression"),
+        "{e}"
+    );
+    let out = text(&f, "list_repositories", json!({}));
+    assert!(
+        out.contains("app: 4 files, 2 commits") && out.contains("acme/app"),
+        "{out}"
+    );
+}
