@@ -670,4 +670,29 @@ fn a_broken_import_names_the_problem_and_imports_nothing() {
         .import(&export.join("1.json"), "not-a-slug", &mut |_| {})
         .unwrap_err();
     assert!(matches!(e, WorkspaceError::BadSlug { .. }), "{e}");
+
+    // A re-import that breaks part-way through a REST page leaves the earlier import as it was,
+    // even though the page's first records were read (and written) before the error.
+    let first = ws
+        .import(&export.join("1.json"), "o/r", &mut |_| {})
+        .unwrap();
+    assert_eq!(first.issues + first.pull_requests, 1, "{first:?}");
+    let before = ws.status().unwrap();
+    let page = dir.path().join("page.json");
+    std::fs::write(
+        &page,
+        "[\n{\"number\": 7, \"title\": \"seven\", \"state\": \"open\", \"user\": {\"login\": \"a\"},\n \
+         \"created_at\": \"2024-01-01T00:00:00Z\", \"updated_at\": \"2024-01-01T00:00:00Z\", \"body\": \"b\"},\n\
+         {\"number\": 8, \"title\": oops}\n]",
+    )
+    .unwrap();
+    let e = ws
+        .import(&page, "o/r", &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("page.json") && e.contains("line 4"), "{e}");
+    let after = ws.status().unwrap();
+    assert_eq!(before[0].issues, after[0].issues);
+    assert_eq!(before[0].pull_requests, after[0].pull_requests);
+    assert_eq!(before[0].comments, after[0].comments);
 }

@@ -79,25 +79,69 @@ pub struct Comment {
     pub review_state: Option<String>,
 }
 
-/// Everything one import brings, merged by number.
-#[derive(Debug, Default)]
-pub struct Batch {
-    pub items: BTreeMap<i64, Item>,
-    pub comments: Vec<Comment>,
+/// One thing an export holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    Item(Item),
+    Comment(Comment),
+}
+
+/// What reading an export found, besides the records.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReadStats {
     pub files: usize,
+    pub records: usize,
     /// Records that were recognised as none of the known shapes (counted, not fatal).
     pub ignored: usize,
 }
 
-impl Batch {
-    fn add_item(&mut self, item: Item) {
-        match self.items.get_mut(&item.number) {
-            Some(existing) => existing.merge(item),
-            None => {
-                self.items.insert(item.number, item);
-            }
-        }
+/// Where parsed records go, one at a time (so an export of any size is read in bounded memory).
+struct Sink<'a> {
+    on: &'a mut dyn FnMut(Record) -> Result<(), WorkspaceError>,
+    stats: ReadStats,
+}
+
+impl Sink<'_> {
+    fn item(&mut self, item: Item) -> Result<(), WorkspaceError> {
+        self.stats.records += 1;
+        (self.on)(Record::Item(item))
     }
+
+    fn comment(&mut self, c: Comment) -> Result<(), WorkspaceError> {
+        self.stats.records += 1;
+        (self.on)(Record::Comment(c))
+    }
+}
+
+/// Everything one import brings, merged by number (for callers that want it all at once).
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub items: BTreeMap<i64, Item>,
+    pub comments: Vec<Comment>,
+    pub stats: ReadStats,
+}
+
+/// Reads a whole export into memory.
+pub fn read(path: &Path) -> Result<Batch, WorkspaceError> {
+    let mut items: BTreeMap<i64, Item> = BTreeMap::new();
+    let mut comments = Vec::new();
+    let stats = read_stream(path, &mut |r| {
+        match r {
+            Record::Item(i) => match items.get_mut(&i.number) {
+                Some(existing) => existing.merge(i),
+                None => {
+                    items.insert(i.number, i);
+                }
+            },
+            Record::Comment(c) => comments.push(c),
+        }
+        Ok(())
+    })?;
+    Ok(Batch {
+        items,
+        comments,
+        stats,
+    })
 }
 
 fn shape_err(path: &Path, what: impl Into<String>) -> WorkspaceError {
@@ -107,13 +151,20 @@ fn shape_err(path: &Path, what: impl Into<String>) -> WorkspaceError {
     }
 }
 
-/// Reads an import: a JSON file, or a directory (a github-metadata-backup, or JSON files).
-pub fn read(path: &Path) -> Result<Batch, WorkspaceError> {
+/// Reads an export (a JSON file, or a directory of them: a github-metadata-backup, or
+/// exported files), passing each record to `on` as it is parsed.
+pub fn read_stream(
+    path: &Path,
+    on: &mut dyn FnMut(Record) -> Result<(), WorkspaceError>,
+) -> Result<ReadStats, WorkspaceError> {
     let meta = std::fs::metadata(path).map_err(|source| WorkspaceError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut batch = Batch::default();
+    let mut sink = Sink {
+        on,
+        stats: ReadStats::default(),
+    };
     if meta.is_dir() {
         let mut files = Vec::new();
         for sub in ["issues", "pulls"] {
@@ -130,18 +181,18 @@ pub fn read(path: &Path) -> Result<Batch, WorkspaceError> {
             ));
         }
         for f in files {
-            read_file(&f, &mut batch)?;
+            read_file(&f, &mut sink)?;
         }
     } else {
-        read_file(path, &mut batch)?;
+        read_file(path, &mut sink)?;
     }
-    if batch.items.is_empty() && batch.comments.is_empty() {
+    if sink.stats.records == 0 {
         return Err(shape_err(
             path,
             "no issues, pull requests or comments found: expected GitHub REST JSON, `gh issue/pr list --json` output, or a github-metadata-backup directory",
         ));
     }
-    Ok(batch)
+    Ok(sink.stats)
 }
 
 fn json_files(dir: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
@@ -160,44 +211,115 @@ fn json_files(dir: &Path) -> Result<Vec<PathBuf>, WorkspaceError> {
     Ok(files)
 }
 
-/// Parses one file: a stream of JSON values (`gh api --paginate` prints arrays back to back),
-/// each an object or an array of objects.
-fn read_file(path: &Path, batch: &mut Batch) -> Result<(), WorkspaceError> {
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_to_string(&mut text))
-        .map_err(|source| WorkspaceError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    batch.files += 1;
-    let stream = serde_json::Deserializer::from_str(&text).into_iter::<Value>();
+/// Counts the lines a reader has given out, so parse errors can say where they are in the file
+/// even though each top-level value is parsed on its own.
+struct LineCounter<R> {
+    inner: R,
+    line: usize,
+    column: usize,
+}
+
+impl<R: std::io::BufRead> Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count(&buf[..n]);
+        Ok(n)
+    }
+}
+
+impl<R> LineCounter<R> {
+    fn count(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                self.line += 1;
+                self.column = 0;
+            } else {
+                self.column += 1;
+            }
+        }
+    }
+}
+
+impl<R: std::io::BufRead> LineCounter<R> {
+    /// Skips whitespace; returns the next byte without consuming it, or None at the end.
+    fn peek_non_space(&mut self) -> std::io::Result<Option<u8>> {
+        loop {
+            let (skip, found) = {
+                let buf = self.inner.fill_buf()?;
+                if buf.is_empty() {
+                    return Ok(None);
+                }
+                match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+                    Some(i) => (i, Some(buf[i])),
+                    None => (buf.len(), None),
+                }
+            };
+            let skipped: Vec<u8> = self.inner.fill_buf()?[..skip].to_vec();
+            self.count(&skipped);
+            self.inner.consume(skip);
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+    }
+}
+
+/// Parses one file: JSON values one after another (`gh api --paginate` prints arrays back to
+/// back), each an object or an array of objects. Arrays are read element by element, so even
+/// one huge array takes memory for one record at a time.
+fn read_file(path: &Path, sink: &mut Sink<'_>) -> Result<(), WorkspaceError> {
+    let file = std::fs::File::open(path).map_err(|source| WorkspaceError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    sink.stats.files += 1;
+    let mut reader = LineCounter {
+        inner: std::io::BufReader::with_capacity(1 << 16, file),
+        line: 1,
+        column: 0,
+    };
     let mut values = 0;
-    for value in stream {
-        let value = value.map_err(|e| {
+    loop {
+        let first = reader
+            .peek_non_space()
+            .map_err(|source| WorkspaceError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let Some(first) = first else { break };
+        values += 1;
+        let (start_line, start_column) = (reader.line, reader.column);
+        let located = |e: serde_json::Error| {
+            // serde_json counts from where this value started.
+            let line = start_line + e.line().saturating_sub(1);
+            let column = if e.line() <= 1 {
+                start_column + e.column()
+            } else {
+                e.column()
+            };
             shape_err(
                 path,
-                format!(
-                    "invalid JSON at line {}, column {}: {e}",
-                    e.line(),
-                    e.column()
-                ),
+                format!("invalid JSON at line {line}, column {column}: {e}"),
             )
-        })?;
-        values += 1;
-        match value {
-            Value::Array(records) => {
-                for (i, r) in records.into_iter().enumerate() {
-                    record(path, r, batch).map_err(|e| match e {
-                        WorkspaceError::Import { path, reason } => WorkspaceError::Import {
-                            path,
-                            reason: format!("record {}: {reason}", i + 1),
-                        },
-                        other => other,
-                    })?;
-                }
+        };
+        let mut de = serde_json::Deserializer::from_reader(&mut reader);
+        if first == b'[' {
+            let mut index = 0usize;
+            let mut failure: Option<WorkspaceError> = None;
+            let visitor = RecordsVisitor {
+                path,
+                sink: &mut *sink,
+                index: &mut index,
+                failure: &mut failure,
+            };
+            let parsed = serde::Deserializer::deserialize_seq(&mut de, visitor);
+            if let Some(f) = failure {
+                return Err(f);
             }
-            other => record(path, other, batch)?,
+            parsed.map_err(located)?;
+        } else {
+            let v: Value = serde::Deserialize::deserialize(&mut de).map_err(located)?;
+            record(path, v, sink)?;
         }
     }
     if values == 0 {
@@ -206,7 +328,41 @@ fn read_file(path: &Path, batch: &mut Batch) -> Result<(), WorkspaceError> {
     Ok(())
 }
 
-fn record(path: &Path, v: Value, batch: &mut Batch) -> Result<(), WorkspaceError> {
+/// Hands each element of a top-level array to `record` as soon as it is parsed.
+struct RecordsVisitor<'p, 's, 'o> {
+    path: &'p Path,
+    sink: &'s mut Sink<'o>,
+    index: &'s mut usize,
+    /// Our own error (a record of the wrong shape), kept apart from JSON syntax errors.
+    failure: &'s mut Option<WorkspaceError>,
+}
+
+impl<'de> serde::de::Visitor<'de> for RecordsVisitor<'_, '_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of records")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Value>()? {
+            *self.index += 1;
+            if let Err(e) = record(self.path, v, self.sink) {
+                *self.failure = Some(match e {
+                    WorkspaceError::Import { path, reason } => WorkspaceError::Import {
+                        path,
+                        reason: format!("record {}: {reason}", self.index),
+                    },
+                    other => other,
+                });
+                return Err(serde::de::Error::custom("stopped"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn record(path: &Path, v: Value, sink: &mut Sink<'_>) -> Result<(), WorkspaceError> {
     let Value::Object(o) = &v else {
         return Err(shape_err(
             path,
@@ -219,13 +375,13 @@ fn record(path: &Path, v: Value, batch: &mut Batch) -> Result<(), WorkspaceError
     // github-metadata-backup wrappers.
     if let Some(t) = o.get("type").and_then(Value::as_str) {
         if t == "issue" || t == "pull" {
-            return backup_record(path, o, batch);
+            return backup_record(path, o, sink);
         }
     }
     // The search API.
     if let Some(Value::Array(items)) = o.get("items") {
         for item in items {
-            record(path, item.clone(), batch)?;
+            record(path, item.clone(), sink)?;
         }
         return Ok(());
     }
@@ -233,14 +389,14 @@ fn record(path: &Path, v: Value, batch: &mut Batch) -> Result<(), WorkspaceError
         if o.contains_key("createdAt")
             || o.get("author").is_some_and(Value::is_object) && !o.contains_key("user")
         {
-            gh_cli_item(path, o, batch)?;
+            gh_cli_item(path, o, sink)?;
         } else {
-            batch.add_item(rest_item(path, o)?);
+            sink.item(rest_item(path, o)?)?;
         }
         return Ok(());
     }
     if o.contains_key("pull_request_url") && o.contains_key("diff_hunk") {
-        batch.comments.push(review_comment(path, o, None)?);
+        sink.comment(review_comment(path, o, None)?)?;
         return Ok(());
     }
     if o.contains_key("pull_request_url") && o.contains_key("state") {
@@ -250,16 +406,16 @@ fn record(path: &Path, v: Value, batch: &mut Batch) -> Result<(), WorkspaceError
                 "review without a pull request number in pull_request_url",
             )
         })?;
-        batch.comments.push(review(path, o, number)?);
+        sink.comment(review(path, o, number)?)?;
         return Ok(());
     }
     if o.contains_key("issue_url") && o.contains_key("body") {
         let number = number_from_url(o.get("issue_url"))
             .ok_or_else(|| shape_err(path, "comment without an issue number in issue_url"))?;
-        batch.comments.push(issue_comment(path, o, number)?);
+        sink.comment(issue_comment(path, o, number)?)?;
         return Ok(());
     }
-    batch.ignored += 1;
+    sink.stats.ignored += 1;
     Ok(())
 }
 
@@ -423,7 +579,7 @@ fn review_comment(path: &Path, o: &Obj, number: Option<i64>) -> Result<Comment, 
 }
 
 /// `gh issue list --json` / `gh pr list --json` objects.
-fn gh_cli_item(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), WorkspaceError> {
+fn gh_cli_item(path: &Path, o: &Obj, sink: &mut Sink<'_>) -> Result<(), WorkspaceError> {
     let number = number_field(path, o)?;
     let url = str_field(o, "url");
     let is_pr = url.as_deref().is_some_and(|u| u.contains("/pull/"))
@@ -439,7 +595,7 @@ fn gh_cli_item(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), WorkspaceE
         .any(|k| o.contains_key(*k));
     let merged_at = time_field(o, "mergedAt");
     let state = str_field(o, "state").map(|s| s.to_lowercase());
-    batch.add_item(Item {
+    sink.item(Item {
         number,
         is_pr,
         title: str_field(o, "title"),
@@ -459,7 +615,7 @@ fn gh_cli_item(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), WorkspaceE
         base_ref: str_field(o, "baseRefName"),
         head_ref: str_field(o, "headRefName"),
         draft: o.get("isDraft").and_then(Value::as_bool),
-    });
+    })?;
     let nested = |key: &str| {
         o.get(key)
             .and_then(Value::as_array)
@@ -468,7 +624,7 @@ fn gh_cli_item(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), WorkspaceE
     };
     for (i, c) in nested("comments").iter().enumerate() {
         let Some(c) = c.as_object() else { continue };
-        batch.comments.push(Comment {
+        sink.comment(Comment {
             number,
             kind: "comment",
             // gh gives comments an id (a node id) or a URL; the position is the fallback.
@@ -482,11 +638,11 @@ fn gh_cli_item(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), WorkspaceE
             line: None,
             diff_hunk: None,
             review_state: None,
-        });
+        })?;
     }
     for (i, r) in nested("reviews").iter().enumerate() {
         let Some(r) = r.as_object() else { continue };
-        batch.comments.push(Comment {
+        sink.comment(Comment {
             number,
             kind: "review",
             external_id: external_id(r).unwrap_or_else(|| format!("gh-review-{i}")),
@@ -497,14 +653,14 @@ fn gh_cli_item(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), WorkspaceE
             line: None,
             diff_hunk: None,
             review_state: str_field(r, "state"),
-        });
+        })?;
     }
     Ok(())
 }
 
 /// `{"type": "issue", "issue": {...}, "events": [...]}` or
 /// `{"type": "pull", "pull": {...}, "events": [...], "comments": [...]}`.
-fn backup_record(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), WorkspaceError> {
+fn backup_record(path: &Path, o: &Obj, sink: &mut Sink<'_>) -> Result<(), WorkspaceError> {
     let is_pull = o.get("type").and_then(Value::as_str) == Some("pull");
     let key = if is_pull { "pull" } else { "issue" };
     let inner = o
@@ -514,16 +670,27 @@ fn backup_record(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), Workspac
     let mut item = rest_item(path, inner)?;
     item.is_pr |= is_pull;
     let number = item.number;
-    batch.add_item(item);
-    for ev in o
+    let events: Vec<&Obj> = o
         .get("events")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .filter_map(Value::as_object)
+        .collect();
+    // The timeline says whether it was merged, and when, even if the pull object does not.
+    if let Some(merged) = events
+        .iter()
+        .find(|e| e.get("event").and_then(Value::as_str) == Some("merged"))
     {
-        let Some(ev) = ev.as_object() else { continue };
+        item.state = Some("merged".into());
+        if item.merged_at.is_none() {
+            item.merged_at = time_field(merged, "created_at");
+        }
+    }
+    sink.item(item)?;
+    for ev in events {
         match ev.get("event").and_then(Value::as_str) {
-            Some("commented") => batch.comments.push(Comment {
+            Some("commented") => sink.comment(Comment {
                 number,
                 kind: "comment",
                 external_id: external_id(ev)
@@ -537,8 +704,8 @@ fn backup_record(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), Workspac
                 line: None,
                 diff_hunk: None,
                 review_state: None,
-            }),
-            Some("reviewed") => batch.comments.push(Comment {
+            })?,
+            Some("reviewed") => sink.comment(Comment {
                 number,
                 kind: "review",
                 external_id: external_id(ev)
@@ -550,15 +717,7 @@ fn backup_record(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), Workspac
                 line: None,
                 diff_hunk: None,
                 review_state: str_field(ev, "state"),
-            }),
-            Some("merged") => {
-                if let Some(item) = batch.items.get_mut(&number) {
-                    item.state = Some("merged".into());
-                    if item.merged_at.is_none() {
-                        item.merged_at = time_field(ev, "created_at");
-                    }
-                }
-            }
+            })?,
             _ => {}
         }
     }
@@ -569,7 +728,7 @@ fn backup_record(path: &Path, o: &Obj, batch: &mut Batch) -> Result<(), Workspac
         .flatten()
     {
         if let Some(c) = c.as_object() {
-            batch.comments.push(review_comment(path, c, Some(number))?);
+            sink.comment(review_comment(path, c, Some(number))?)?;
         }
     }
     Ok(())

@@ -10,7 +10,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
 use super::git::{CommitRecord, GitRepo};
-use super::import::{self, Batch, Item};
+use super::import::{self, Comment, Item, Record};
 use super::text::{
     code_units, document_units, identifier_parts, identifier_terms, is_document, language_of,
     looks_binary,
@@ -78,7 +78,7 @@ struct RepoLock {
 }
 
 impl RepoLock {
-    fn acquire(db_path: &Path, repo_id: i64) -> Result<Self, WorkspaceError> {
+    fn acquire(db_path: &Path, key: &str) -> Result<Self, WorkspaceError> {
         let dir = db_path
             .parent()
             .map(|d| d.join("locks"))
@@ -87,7 +87,7 @@ impl RepoLock {
             path: dir.clone(),
             source,
         })?;
-        let path = dir.join(format!("repo-{repo_id}.lock"));
+        let path = dir.join(format!("{key}.lock"));
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -145,7 +145,7 @@ impl Workspace {
                 repo.name
             )));
         };
-        let _lock = RepoLock::acquire(&self.db_path, repo.id)?;
+        let _lock = RepoLock::acquire(&self.db_path, &format!("repo-{}", repo.id))?;
         let started = Instant::now();
         let mut conn = self.connect()?;
         set_status(&conn, repo.id, "indexing", None)?;
@@ -172,12 +172,13 @@ impl Workspace {
         on_event: &mut dyn FnMut(IndexEvent),
     ) -> Result<IndexReport, WorkspaceError> {
         let started = Instant::now();
-        // Parse everything before touching the database.
-        let batch = import::read(path)?;
-        let repo = self.repo_for_slug(slug)?;
-        let _lock = RepoLock::acquire(&self.db_path, repo.id)?;
+        check_slug(slug)?;
+        let _lock = RepoLock::acquire(
+            &self.db_path,
+            &format!("import-{}", slug.replace('/', "--")),
+        )?;
         let mut conn = self.connect()?;
-        let mut report = write_import(&mut conn, &repo, batch, on_event)?;
+        let mut report = write_import(&mut conn, path, slug, on_event)?;
         report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(report)
     }
@@ -677,89 +678,82 @@ fn insert_commit(
     Ok(())
 }
 
-/// Writes an import batch in one transaction: items are merged with what the workspace already
-/// has (re-importing updates, never duplicates), then comments attach to their items.
+/// Imports an export in one transaction, record by record as the file is parsed (so memory
+/// stays bounded whatever its size): items are merged with what the workspace already has
+/// (re-importing updates, never duplicates), comments attach to their items, and the search
+/// entries of every touched item are rebuilt. Any error rolls everything back, the
+/// repository's entry included when this import created it.
 fn write_import(
     conn: &mut Connection,
-    repo: &Repo,
-    batch: Batch,
+    path: &Path,
+    slug: &str,
     on_event: &mut dyn FnMut(IndexEvent),
 ) -> Result<IndexReport, WorkspaceError> {
+    let tx = conn.transaction().map_err(db_err("starting the import"))?;
+    let repo = match super::repo_where(&tx, "remote = ?1", params![slug])? {
+        Some(r) => r,
+        None => {
+            let name = super::unique_name(&tx, slug)?;
+            tx.execute(
+                "INSERT INTO repos (name, remote, added_at, status) VALUES (?1, ?2, ?3, 'ready')",
+                params![name, slug, now()],
+            )
+            .map_err(db_err("adding an imported repository"))?;
+            super::repo_where(&tx, "id = ?1", params![tx.last_insert_rowid()])?
+                .ok_or_else(|| WorkspaceError::Refused("the repository vanished".into()))?
+        }
+    };
     let mut report = IndexReport {
         repo: repo.name.clone(),
         ..Default::default()
     };
-    if batch.ignored > 0 {
+    let mut touched: HashSet<i64> = HashSet::new();
+    // Comments whose item has not been seen yet (it may come later in the export).
+    let mut pending: Vec<Comment> = Vec::new();
+    let mut done = 0u64;
+    let stats = import::read_stream(path, &mut |record| {
+        match record {
+            Record::Item(item) => {
+                touched.insert(upsert_item(&tx, repo.id, item, &mut report)?);
+            }
+            Record::Comment(c) => match issue_id(&tx, repo.id, c.number)? {
+                Some(id) => {
+                    insert_comment(&tx, id, &c)?;
+                    report.comments += 1;
+                    touched.insert(id);
+                }
+                None => pending.push(c),
+            },
+        }
+        done += 1;
+        if done % 500 == 0 {
+            on_event(IndexEvent::Progress {
+                repo: repo.name.clone(),
+                phase: IndexPhase::Import,
+                done,
+                total: 0,
+            });
+        }
+        Ok(())
+    })?;
+    for c in pending {
+        match issue_id(&tx, repo.id, c.number)? {
+            Some(id) => {
+                insert_comment(&tx, id, &c)?;
+                report.comments += 1;
+                touched.insert(id);
+            }
+            None => report.orphan_comments += 1,
+        }
+    }
+    for id in touched {
+        reindex_issue(&tx, id)?;
+    }
+    if stats.ignored > 0 {
         report.warnings.push(format!(
             "{} records were of no known shape and were skipped",
-            batch.ignored
+            stats.ignored
         ));
-    }
-    let total = (batch.items.len() + batch.comments.len()) as u64;
-    let tx = conn.transaction().map_err(db_err("starting the import"))?;
-    let mut touched: HashSet<i64> = HashSet::new();
-    let mut done = 0u64;
-    for (_, item) in batch.items {
-        let id = upsert_item(&tx, repo.id, item, &mut report)?;
-        touched.insert(id);
-        done += 1;
-        if done % 500 == 0 {
-            on_event(IndexEvent::Progress {
-                repo: repo.name.clone(),
-                phase: IndexPhase::Import,
-                done,
-                total,
-            });
-        }
-    }
-    for c in batch.comments {
-        let issue_id: Option<i64> = tx
-            .query_row(
-                "SELECT id FROM issues WHERE repo_id = ?1 AND number = ?2",
-                params![repo.id, c.number],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(db_err("finding a comment's issue"))?;
-        let Some(issue_id) = issue_id else {
-            report.orphan_comments += 1;
-            continue;
-        };
-        tx.execute(
-            "INSERT INTO comments (issue_id, kind, external_id, author, body, created_at, path, line, diff_hunk, review_state)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-             ON CONFLICT (issue_id, kind, external_id) DO UPDATE SET
-                author = excluded.author, body = excluded.body, created_at = excluded.created_at,
-                path = excluded.path, line = excluded.line, diff_hunk = excluded.diff_hunk,
-                review_state = excluded.review_state",
-            params![
-                issue_id,
-                c.kind,
-                c.external_id,
-                c.author,
-                c.body,
-                c.created_at,
-                c.path,
-                c.line,
-                c.diff_hunk,
-                c.review_state
-            ],
-        )
-        .map_err(db_err("saving a comment"))?;
-        report.comments += 1;
-        touched.insert(issue_id);
-        done += 1;
-        if done % 500 == 0 {
-            on_event(IndexEvent::Progress {
-                repo: repo.name.clone(),
-                phase: IndexPhase::Import,
-                done,
-                total,
-            });
-        }
-    }
-    for issue_id in touched {
-        reindex_issue(&tx, issue_id)?;
     }
     if report.orphan_comments > 0 {
         report.warnings.push(format!(
@@ -776,10 +770,49 @@ fn write_import(
     on_event(IndexEvent::Progress {
         repo: repo.name.clone(),
         phase: IndexPhase::Import,
-        done: total,
-        total,
+        done,
+        total: done,
     });
     Ok(report)
+}
+
+fn issue_id(
+    tx: &Transaction<'_>,
+    repo_id: i64,
+    number: i64,
+) -> Result<Option<i64>, WorkspaceError> {
+    tx.query_row(
+        "SELECT id FROM issues WHERE repo_id = ?1 AND number = ?2",
+        params![repo_id, number],
+        |r| r.get(0),
+    )
+    .optional()
+    .map_err(db_err("finding a comment's issue"))
+}
+
+fn insert_comment(tx: &Transaction<'_>, issue_id: i64, c: &Comment) -> Result<(), WorkspaceError> {
+    tx.execute(
+        "INSERT INTO comments (issue_id, kind, external_id, author, body, created_at, path, line, diff_hunk, review_state)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (issue_id, kind, external_id) DO UPDATE SET
+            author = excluded.author, body = excluded.body, created_at = excluded.created_at,
+            path = excluded.path, line = excluded.line, diff_hunk = excluded.diff_hunk,
+            review_state = excluded.review_state",
+        params![
+            issue_id,
+            c.kind,
+            c.external_id,
+            c.author,
+            c.body,
+            c.created_at,
+            c.path,
+            c.line,
+            c.diff_hunk,
+            c.review_state
+        ],
+    )
+    .map_err(db_err("saving a comment"))?;
+    Ok(())
 }
 
 fn upsert_item(
@@ -988,4 +1021,15 @@ fn reindex_issue(tx: &Transaction<'_>, issue_id: i64) -> Result<(), WorkspaceErr
         .map_err(db_err("indexing a comment"))?;
     }
     Ok(())
+}
+
+/// `owner/name`, both parts non-empty.
+pub(crate) fn check_slug(slug: &str) -> Result<(), WorkspaceError> {
+    let mut parts = slug.split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(o), Some(n), None) if !o.is_empty() && !n.is_empty() => Ok(()),
+        _ => Err(WorkspaceError::BadSlug {
+            slug: slug.to_string(),
+        }),
+    }
 }

@@ -214,15 +214,7 @@ impl Workspace {
 
     /// The repository an import of `slug` (owner/name) attaches to, created if needed.
     pub fn repo_for_slug(&self, slug: &str) -> Result<Repo, WorkspaceError> {
-        let valid = {
-            let mut parts = slug.split('/');
-            matches!((parts.next(), parts.next(), parts.next()), (Some(o), Some(n), None) if !o.is_empty() && !n.is_empty())
-        };
-        if !valid {
-            return Err(WorkspaceError::BadSlug {
-                slug: slug.to_string(),
-            });
-        }
+        index::check_slug(slug)?;
         let conn = self.conn();
         if let Some(r) = repo_where(&conn, "remote = ?1", params![slug])? {
             return Ok(r);
@@ -332,7 +324,7 @@ pub(crate) fn repo_where(
 }
 
 /// `name`, or `name-2`, `name-3`... if taken.
-fn unique_name(conn: &Connection, name: &str) -> Result<String, WorkspaceError> {
+pub(crate) fn unique_name(conn: &Connection, name: &str) -> Result<String, WorkspaceError> {
     let mut candidate = name.to_string();
     let mut n = 1;
     while repo_where(conn, "name = ?1", params![candidate])?.is_some() {
