@@ -3,7 +3,7 @@
 //! and an import of generated issues at scale.
 //!
 //!   workspace_bench search HOME REPO_NAME REPO_PATH
-//!   workspace_bench scale HOME N
+//!   workspace_bench scale HOME N BACKUP_DIR corpus|flat
 //!
 //! Prints one JSON object.
 
@@ -77,8 +77,8 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1000.0
 }
 
-fn search_bench(home: &Path, repo: &str, tree: &Path) -> serde_json::Value {
-    let ws = Workspace::open_at(&home.join("workspace.db")).expect("workspace");
+fn search_bench(home: &Path, repo: &str, tree: &Path) -> anyhow::Result<serde_json::Value> {
+    let ws = Workspace::open_at(&home.join("workspace.db"))?;
     // Warm the page cache and prepared statements once.
     for q in QUERIES {
         let _ = ws.search(&SearchQuery {
@@ -91,13 +91,11 @@ fn search_bench(home: &Path, repo: &str, tree: &Path) -> serde_json::Value {
     for _ in 0..5 {
         for q in QUERIES {
             let t = Instant::now();
-            let page = ws
-                .search(&SearchQuery {
-                    text: q.to_string(),
-                    limit: 10,
-                    ..Default::default()
-                })
-                .expect("search");
+            let page = ws.search(&SearchQuery {
+                text: q.to_string(),
+                limit: 10,
+                ..Default::default()
+            })?;
             times.push(ms(t));
             std::hint::black_box(page);
         }
@@ -121,24 +119,21 @@ fn search_bench(home: &Path, repo: &str, tree: &Path) -> serde_json::Value {
         let mut counts = (0, 0);
         for _ in 0..7 {
             let t = Instant::now();
-            let r = ws
-                .grep(&GrepQuery {
-                    pattern: pat.into(),
-                    regex: false,
-                    case_sensitive: true,
-                    repo: Some(repo.into()),
-                    path: None,
-                    limit: 1000,
-                })
-                .expect("grep");
+            let r = ws.grep(&GrepQuery {
+                pattern: pat.into(),
+                regex: false,
+                case_sensitive: true,
+                repo: Some(repo.into()),
+                path: None,
+                limit: 1000,
+            })?;
             ours.push(ms(t));
             counts.0 = r.hits.len();
             let t = Instant::now();
             let out = Command::new("rg")
                 .args(["-F", "-n", "--no-heading", "--color", "never", "-e", pat])
                 .current_dir(tree)
-                .output()
-                .expect("rg runs");
+                .output()?;
             theirs.push(ms(t));
             counts.1 = out.stdout.iter().filter(|&&b| b == b'\n').count();
         }
@@ -152,14 +147,14 @@ fn search_bench(home: &Path, repo: &str, tree: &Path) -> serde_json::Value {
         }));
     }
     ratios.sort_by(|a, b| a.total_cmp(b));
-    serde_json::json!({
+    Ok(serde_json::json!({
         "queries": times.len(),
         "search_p50_ms": percentile(&times, 0.5),
         "search_p95_ms": percentile(&times, 0.95),
         "search_max_ms": times.last(),
         "grep": rows,
         "grep_median_ratio_vs_rg": ratios[ratios.len() / 2],
-    })
+    }))
 }
 
 fn peak_rss_kb() -> u64 {
@@ -174,7 +169,98 @@ fn peak_rss_kb() -> u64 {
         .unwrap_or(0)
 }
 
-const WORDS: &[&str] = &[
+/// Words with their frequencies in real issue text: every title and body of the
+/// bitcoin-core/gui backup, so that generated issues and queries have a real tracker's
+/// distribution (a few words in most issues, a long tail of rare ones).
+fn corpus_words(dir: &Path) -> anyhow::Result<Vec<(String, u64)>> {
+    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("title" | "body", serde_json::Value::String(s)) => out.push(s.clone()),
+                        _ => strings(v, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    const STOP: &[&str] = &[
+        "the", "and", "for", "that", "this", "with", "are", "was", "not", "but", "you", "can",
+        "from", "have", "has", "when", "what", "which", "there", "any", "our", "would", "will",
+    ];
+    let mut counts = std::collections::HashMap::<String, u64>::new();
+    for sub in ["issues", "pulls"] {
+        for entry in std::fs::read_dir(dir.join(sub))? {
+            let text = std::fs::read_to_string(entry?.path())?;
+            let mut texts = Vec::new();
+            strings(&serde_json::from_str(&text)?, &mut texts);
+            for t in texts {
+                for w in t.split(|c: char| !c.is_ascii_alphabetic()) {
+                    let w = w.to_ascii_lowercase();
+                    if (3..=15).contains(&w.len()) && !STOP.contains(&w.as_str()) {
+                        *counts.entry(w).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    let mut words: Vec<(String, u64)> = counts.into_iter().collect();
+    words.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(words)
+}
+
+/// A deterministic sampler over weighted words (xorshift; no dependency for a benchmark).
+struct Sampler {
+    words: Vec<String>,
+    cumulative: Vec<u64>,
+    seed: u64,
+}
+
+impl Sampler {
+    fn new(weighted: &[(String, u64)]) -> Self {
+        let mut total = 0;
+        let cumulative = weighted
+            .iter()
+            .map(|(_, n)| {
+                total += n;
+                total
+            })
+            .collect();
+        Sampler {
+            words: weighted.iter().map(|(w, _)| w.clone()).collect(),
+            cumulative,
+            seed: 0x9E37_79B9_7F4A_7C15,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 7;
+        self.seed ^= self.seed << 17;
+        self.seed
+    }
+
+    fn word(&mut self) -> &str {
+        let total = self.cumulative.last().copied().unwrap_or(1);
+        let r = self.next() % total;
+        let i = self.cumulative.partition_point(|&c| c <= r);
+        &self.words[i.min(self.words.len() - 1)]
+    }
+
+    fn words(&mut self, n: usize) -> String {
+        (0..n)
+            .map(|_| self.word().to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The adversarial vocabulary: 40 words, each in most issues, so that every query matches
+/// nearly everything.
+const FLAT: &[&str] = &[
     "wallet",
     "crash",
     "startup",
@@ -217,97 +303,116 @@ const WORDS: &[&str] = &[
     "restore",
 ];
 
-fn scale_bench(home: &Path, n: usize) -> serde_json::Value {
-    let dir = home.join("scale");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join("issues.json");
+const LABELS: &[&str] = &[
+    "Bug", "Feature", "UX", "Wallet", "Windows", "macOS", "Linux",
+];
+
+fn scale_bench(
+    home: &Path,
+    n: usize,
+    corpus: &Path,
+    flat: bool,
+) -> anyhow::Result<serde_json::Value> {
+    let weighted: Vec<(String, u64)> = if flat {
+        FLAT.iter().map(|w| (w.to_string(), 1)).collect()
+    } else {
+        corpus_words(corpus)?
+    };
+    let mut sample = Sampler::new(&weighted);
+    std::fs::create_dir_all(home)?;
+    let file = home.join("issues.json");
     // Pages of 100, back to back, as `gh api --paginate` writes them.
     {
         use std::io::Write;
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("file"));
-        let mut seed: u64 = 42;
-        let mut rnd = |m: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m as u64) as usize
-        };
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&file)?);
         for page in 0..n.div_ceil(100) {
-            let items: Vec<serde_json::Value> = (0..100)
-                .map(|i| page * 100 + i + 1)
-                .filter(|&num| num <= n)
-                .map(|num| {
-                    let title: Vec<&str> = (0..6).map(|_| WORDS[rnd(WORDS.len())]).collect();
-                    let body: Vec<&str> = (0..60).map(|_| WORDS[rnd(WORDS.len())]).collect();
-                    serde_json::json!({
-                        "number": num, "title": title.join(" "), "body": body.join(" "),
-                        "state": if num % 3 == 0 { "closed" } else { "open" },
-                        "user": {"login": format!("user{}", num % 500)},
-                        "labels": [{"name": WORDS[num % 7]}],
-                        "created_at": "2024-01-01T00:00:00Z"
-                    })
-                })
-                .collect();
-            serde_json::to_writer(&mut f, &items).expect("write");
-            f.write_all(b"\n").expect("write");
+            let mut items = Vec::with_capacity(100);
+            for num in (page * 100 + 1..=page * 100 + 100).filter(|&num| num <= n) {
+                let body_words = 20 + (sample.next() % 180) as usize;
+                items.push(serde_json::json!({
+                    "number": num, "title": sample.words(6), "body": sample.words(body_words),
+                    "state": if num % 3 == 0 { "closed" } else { "open" },
+                    "user": {"login": format!("user{}", num % 500)},
+                    "labels": [{"name": LABELS[num % LABELS.len()]}],
+                    "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
+                }));
+            }
+            serde_json::to_writer(&mut f, &items)?;
+            f.write_all(b"\n")?;
         }
     }
     let file_mb = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
-    let ws = Workspace::open_at(&home.join("scale.db")).expect("workspace");
+    let ws = Workspace::open_at(&home.join("scale.db"))?;
     let rss_before = peak_rss_kb();
     let t = Instant::now();
-    let report = ws.import(&file, "scale/test", &mut |_| {}).expect("import");
+    let report = ws.import(&file, "scale/test", &mut |_| {})?;
     let import_ms = ms(t);
     let rss_peak = peak_rss_kb();
-    let mut times = Vec::new();
-    for _ in 0..3 {
-        for i in 0..40 {
-            let q = format!(
-                "{} {}",
-                WORDS[i % WORDS.len()],
-                WORDS[(i * 7 + 3) % WORDS.len()]
-            );
-            let t = Instant::now();
-            let page = ws
-                .search(&SearchQuery {
-                    text: q,
-                    limit: 10,
-                    ..Default::default()
-                })
-                .expect("search");
-            times.push(ms(t));
-            std::hint::black_box(page);
+
+    // Queries of two to four words drawn from the same distribution as the text, a third of
+    // them unfiltered, a third by state, a third by label.
+    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    let mut notes = 0;
+    for i in 0..300 {
+        let words = 2 + (sample.next() % 3) as usize;
+        let mut q = SearchQuery {
+            text: sample.words(words),
+            limit: 10,
+            ..Default::default()
+        };
+        match i % 3 {
+            1 => q.state = Some("closed".into()),
+            2 => q.label = Some(LABELS[i % LABELS.len()].into()),
+            _ => {}
         }
+        let t = Instant::now();
+        let page = ws.search(&q)?;
+        times[i % 3].push(ms(t));
+        notes += usize::from(page.note.is_some());
+        std::hint::black_box(page);
     }
-    times.sort_by(|a, b| a.total_cmp(b));
+    let mut all: Vec<f64> = times.iter().flatten().copied().collect();
+    all.sort_by(|a, b| a.total_cmp(b));
+    for t in &mut times {
+        t.sort_by(|a, b| a.total_cmp(b));
+    }
     let db_mb = ["scale.db", "scale.db-wal"]
         .iter()
         .filter_map(|f| std::fs::metadata(home.join(f)).ok())
         .map(|m| m.len())
         .sum::<u64>() as f64
         / 1e6;
-    serde_json::json!({
+    Ok(serde_json::json!({
+        "vocabulary": if flat { "flat" } else { "corpus" }, "distinct_words": weighted.len(),
         "issues": report.issues, "import_file_mb": file_mb, "import_ms": import_ms,
         "issues_per_s": report.issues as f64 / (import_ms / 1000.0),
         "peak_rss_before_mb": rss_before as f64 / 1024.0, "peak_rss_mb": rss_peak as f64 / 1024.0,
-        "search_p50_ms": percentile(&times, 0.5), "search_p95_ms": percentile(&times, 0.95),
+        "queries": all.len(), "narrowed": notes,
+        "search_p50_ms": percentile(&all, 0.5), "search_p95_ms": percentile(&all, 0.95),
+        "search_max_ms": all.last(),
+        "p95_unfiltered_ms": percentile(&times[0], 0.95),
+        "p95_by_state_ms": percentile(&times[1], 0.95),
+        "p95_by_label_ms": percentile(&times[2], 0.95),
         "db_mb": db_mb,
-    })
+    }))
 }
 
-fn main() {
+fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let out = match args.get(1).map(String::as_str) {
         Some("search") if args.len() == 5 => {
-            search_bench(Path::new(&args[2]), &args[3], Path::new(&args[4]))
+            search_bench(Path::new(&args[2]), &args[3], Path::new(&args[4]))?
         }
-        Some("scale") if args.len() == 4 => {
-            scale_bench(Path::new(&args[2]), args[3].parse().expect("N"))
-        }
-        _ => {
-            eprintln!("usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N");
-            std::process::exit(2);
-        }
+        Some("scale") if args.len() == 6 => scale_bench(
+            Path::new(&args[2]),
+            args[3].parse()?,
+            Path::new(&args[4]),
+            args[5] == "flat",
+        )?,
+        _ => anyhow::bail!(
+            "usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N BACKUP_DIR corpus|flat"
+        ),
     };
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
 }

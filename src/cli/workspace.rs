@@ -297,6 +297,9 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
     if let Some(next) = page.next_offset {
         println!("(more: --offset {next})");
     }
+    if let Some(note) = &page.note {
+        println!("(note: {note})");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

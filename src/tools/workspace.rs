@@ -146,11 +146,14 @@ fn describe_query(q: &SearchQuery) -> String {
 fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, ToolError> {
     let what = describe_query(&q);
     let page = ws.search(&q)?;
-    let text = if page.hits.is_empty() {
+    let mut text = if page.hits.is_empty() {
         no_hits(&what)
     } else {
         hits_text(&what, &page.hits, page.next_offset)
     };
+    if let Some(note) = &page.note {
+        let _ = writeln!(text, "Note: {note}.");
+    }
     Ok(ToolOutput::new(text, &page))
 }
 

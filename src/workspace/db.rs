@@ -163,6 +163,54 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO docs_fts (rowid, title, body, terms) VALUES (new.id, new.title, new.body, new.terms);
     END;
     "#,
+    // 2: the filters move into the full-text index. Repository, kind, state, author and labels
+    // become tokens of a `facets` column, so a filtered search intersects posting lists instead
+    // of joining every match to `docs` and discarding most of them. A value is spelled as the
+    // hex of its lowercase bytes with A and E written Q and Z: that alphabet (digits, b c d f q
+    // z) has no vowel, `s`, `l` or `y`, so the porter stemmer the index runs leaves every such
+    // token as it is. `facet_token` in search.rs spells them the same way. The index keeps no
+    // content: search reads the text from `docs` (FTS5 cannot read an external content that
+    // needs json_each, and nothing needs FTS5's own copy).
+    r#"
+    DROP TRIGGER docs_ai;
+    DROP TRIGGER docs_ad;
+    DROP TRIGGER docs_au;
+    DROP TABLE docs_fts;
+    CREATE VIEW docs_fts_source AS
+    SELECT id, title, body, terms,
+        'k' || replace(replace(hex(lower(kind)), 'A', 'Q'), 'E', 'Z')
+        || ' r' || repo_id
+        || CASE WHEN coalesce(state, '') <> ''
+            THEN ' t' || replace(replace(hex(lower(state)), 'A', 'Q'), 'E', 'Z') ELSE '' END
+        || CASE WHEN coalesce(author, '') <> ''
+            THEN ' h' || replace(replace(hex(lower(author)), 'A', 'Q'), 'E', 'Z') ELSE '' END
+        || CASE WHEN json_valid(labels) THEN coalesce((
+            SELECT ' ' || group_concat('g' || replace(replace(hex(lower(value)), 'A', 'Q'), 'E', 'Z'), ' ')
+            FROM json_each(labels) WHERE type = 'text' AND value <> ''), '') ELSE '' END
+        AS facets
+    FROM docs;
+    CREATE VIRTUAL TABLE docs_fts USING fts5(
+        title, body, terms, facets,
+        content = '', contentless_delete = 1,
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER docs_ai AFTER INSERT ON docs BEGIN
+        INSERT INTO docs_fts (rowid, title, body, terms, facets)
+        SELECT id, title, body, terms, facets FROM docs_fts_source WHERE id = new.id;
+    END;
+    CREATE TRIGGER docs_ad AFTER DELETE ON docs BEGIN
+        DELETE FROM docs_fts WHERE rowid = old.id;
+    END;
+    CREATE TRIGGER docs_au AFTER UPDATE ON docs BEGIN
+        DELETE FROM docs_fts WHERE rowid = old.id;
+        INSERT INTO docs_fts (rowid, title, body, terms, facets)
+        SELECT id, title, body, terms, facets FROM docs_fts_source WHERE id = new.id;
+    END;
+    INSERT INTO docs_fts (rowid, title, body, terms, facets)
+    SELECT id, title, body, terms, facets FROM docs_fts_source;
+    -- How many rows hold each term: search weighs words by it (see rank.rs).
+    CREATE VIRTUAL TABLE docs_vocab USING fts5vocab(docs_fts, 'row');
+    "#,
 ];
 
 /// The schema version this build writes.
@@ -200,6 +248,8 @@ pub fn open_in_memory() -> Result<Connection, WorkspaceError> {
 }
 
 fn configure(conn: &Connection) -> Result<(), WorkspaceError> {
+    // Indexing runs a few dozen distinct statements per row kind; all of them stay compiled.
+    conn.set_prepared_statement_cache_capacity(64);
     // WAL: readers (search, the agent's tools) never wait for the indexer, and a killed process
     // leaves a consistent database. NORMAL synchronous is durable at each checkpoint and
     // crash-safe, at a fraction of FULL's fsyncs.
@@ -215,11 +265,16 @@ fn configure(conn: &Connection) -> Result<(), WorkspaceError> {
         .map_err(|e| WorkspaceError::Database {
             context: "configuring the connection".into(),
             source: e,
-        })
+        })?;
+    super::rank::register(conn)
 }
 
 /// Applies the migrations this database has not seen, each in its own transaction.
 pub fn migrate(conn: &Connection) -> Result<(), WorkspaceError> {
+    migrate_to(conn, latest_version())
+}
+
+fn migrate_to(conn: &Connection, target: i64) -> Result<(), WorkspaceError> {
     let db_err = |context: String| move |source| WorkspaceError::Database { context, source };
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
@@ -230,7 +285,12 @@ pub fn migrate(conn: &Connection) -> Result<(), WorkspaceError> {
             supported: latest_version(),
         });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    for (i, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .take(target as usize)
+        .skip(version as usize)
+    {
         let to = i as i64 + 1;
         let batch = format!("BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {to};\nCOMMIT;");
         if let Err(e) = conn.execute_batch(&batch) {
@@ -294,6 +354,105 @@ mod tests {
         assert_eq!(hits("parseargs"), 1);
         conn.execute("DELETE FROM docs", []).unwrap();
         assert_eq!(hits("parse"), 0, "deleting a doc removes it from the index");
+    }
+
+    #[test]
+    fn version_1_data_is_reindexed_with_facets_by_migration_2() {
+        let conn = Connection::open_in_memory().unwrap();
+        configure(&conn).unwrap();
+        migrate_to(&conn, 1).unwrap();
+        conn.execute_batch(
+            "INSERT INTO repos (name, added_at) VALUES ('r', 0);
+             INSERT INTO docs (repo_id, kind, source, source_id, number, state, author, labels,
+                               title, body, terms)
+             VALUES (1, 'issue', 'issue', 1, 7, 'open', 'Alice', '[\"Bug\", \"GUI\"]',
+                     'Crash', 'wallet crashes', '');",
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        let count = |q: &str| -> i64 {
+            conn.query_row(
+                "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?1",
+                [q],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        use crate::workspace::search::facet_token;
+        let f = |p, v| format!("facets : \"{}\"", facet_token(p, v));
+        assert_eq!(count("wallet"), 1, "the old rows are in the new index");
+        assert_eq!(count(&format!("wallet AND {}", f('h', "alice"))), 1);
+        assert_eq!(count(&format!("wallet AND {}", f('g', "gui"))), 1);
+        assert_eq!(count(&format!("wallet AND {}", f('g', "bug"))), 1);
+        assert_eq!(count(&format!("wallet AND {}", f('t', "open"))), 1);
+        assert_eq!(count(&format!("wallet AND {}", f('k', "issue"))), 1);
+        assert_eq!(count("wallet AND facets : \"r1\""), 1);
+        assert_eq!(count(&format!("wallet AND {}", f('t', "closed"))), 0);
+        assert_eq!(count(&format!("wallet AND {}", f('k', "pr"))), 0);
+        // Searches for words name the text columns, so a word never matches a facet.
+        assert_eq!(count(&facet_token('h', "alice")), 1);
+        assert_eq!(
+            count(&format!(
+                "{{title body terms}} : ({})",
+                facet_token('h', "alice")
+            )),
+            0
+        );
+        conn.execute("UPDATE docs SET state = 'closed'", [])
+            .unwrap();
+        assert_eq!(count(&format!("wallet AND {}", f('t', "open"))), 0);
+        assert_eq!(count(&format!("wallet AND {}", f('t', "closed"))), 1);
+        conn.execute("DELETE FROM docs", []).unwrap();
+        assert_eq!(count("wallet"), 0);
+    }
+
+    #[test]
+    fn facet_values_are_matched_exactly_whatever_their_spelling() {
+        let conn = open_in_memory().unwrap();
+        conn.execute("INSERT INTO repos (name, added_at) VALUES ('r', 0)", [])
+            .unwrap();
+        // Values a stemmer would fold together if they were words, and ones outside ASCII.
+        let values = [
+            "jo",
+            "joed",
+            "jos",
+            "josses",
+            "joing",
+            "e",
+            "ee",
+            "a",
+            "Connect",
+            "connected",
+            "connection",
+            "ÄÖ–ü",
+            "äö–ü",
+            "bug fix",
+            "bug",
+            "fix",
+            "a-b_c",
+            "dependabot[bot]",
+        ];
+        for (i, v) in values.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO docs (repo_id, kind, source, source_id, author, title, body, terms)
+                 VALUES (1, 'issue', 'issue', ?1, ?2, 't', 'same words', '')",
+                rusqlite::params![i as i64, v],
+            )
+            .unwrap();
+        }
+        for (i, v) in values.iter().enumerate() {
+            let token = crate::workspace::search::facet_token('h', v);
+            let ids: Vec<i64> = conn
+                .prepare("SELECT docs.source_id FROM docs_fts JOIN docs ON docs.id = docs_fts.rowid WHERE docs_fts MATCH ?1")
+                .unwrap()
+                .query_map([format!("facets : \"{token}\"")], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            // SQLite folds ASCII case only: "Connect" and "connect" would be one author, the
+            // two spellings of ÄÖ–Ü are two.
+            assert_eq!(ids, vec![i as i64], "{v:?} as {token}");
+        }
     }
 
     #[test]

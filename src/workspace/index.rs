@@ -116,6 +116,22 @@ impl RepoLock {
     }
 }
 
+/// Runs one statement through the connection's statement cache. Statements on `docs` carry
+/// the search index's triggers, and compiling those again for every row cost more than
+/// running them.
+fn exec<P: rusqlite::Params>(conn: &Connection, sql: &str, params: P) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// One row, through the statement cache (see `exec`).
+fn query_one<T, P, F>(conn: &Connection, sql: &str, params: P, f: F) -> rusqlite::Result<T>
+where
+    P: rusqlite::Params,
+    F: FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+{
+    conn.prepare_cached(sql)?.query_row(params, f)
+}
+
 fn set_status(
     conn: &Connection,
     id: i64,
@@ -217,16 +233,18 @@ fn index_local(
         let tx = conn
             .transaction()
             .map_err(db_err("starting a transaction"))?;
-        tx.execute("DELETE FROM refs WHERE repo_id = ?1", [repo.id])
+        exec(&tx, "DELETE FROM refs WHERE repo_id = ?1", [repo.id])
             .map_err(db_err("replacing refs"))?;
         for r in &refs {
-            tx.execute(
+            exec(
+                &tx,
                 "INSERT OR REPLACE INTO refs (repo_id, name, kind, target) VALUES (?1, ?2, ?3, ?4)",
                 params![repo.id, r.name, r.kind, r.target],
             )
             .map_err(db_err("saving refs"))?;
         }
-        tx.execute(
+        exec(
+            &tx,
             "UPDATE repos SET head = ?1, is_git = 1 WHERE id = ?2",
             params![git.head(), repo.id],
         )
@@ -386,7 +404,7 @@ fn index_files(
     for (path, k) in &known {
         if !seen.contains(path) {
             delete_docs(&tx, "file", k.id)?;
-            tx.execute("DELETE FROM files WHERE id = ?1", [k.id])
+            exec(&tx, "DELETE FROM files WHERE id = ?1", [k.id])
                 .map_err(db_err("removing a deleted file"))?;
             report.files_removed += 1;
         }
@@ -402,7 +420,8 @@ fn index_files(
             .filter(|p: &String| !seen.contains(p))
             .collect();
         for p in stale {
-            tx.execute(
+            exec(
+                &tx,
                 "DELETE FROM skipped_files WHERE repo_id = ?1 AND path = ?2",
                 params![repo.id, p],
             )
@@ -437,10 +456,10 @@ fn record_skip(
         .map_err(db_err("reading a file"))?
     {
         delete_docs(tx, "file", id)?;
-        tx.execute("DELETE FROM files WHERE id = ?1", [id])
-            .map_err(db_err("removing a file"))?;
+        exec(tx, "DELETE FROM files WHERE id = ?1", [id]).map_err(db_err("removing a file"))?;
     }
-    tx.execute(
+    exec(
+        tx,
         "INSERT OR REPLACE INTO skipped_files (repo_id, path, reason) VALUES (?1, ?2, ?3)",
         params![repo_id, rel, reason],
     )
@@ -493,7 +512,8 @@ fn index_one_file(
         Err(_) => return record_skip(tx, repo_id, rel, "not UTF-8 text", report),
     };
     let hash = format!("{:016x}", twox_hash::XxHash3_64::oneshot(text.as_bytes()));
-    tx.execute(
+    exec(
+        tx,
         "DELETE FROM skipped_files WHERE repo_id = ?1 AND path = ?2",
         params![repo_id, rel],
     )
@@ -501,7 +521,8 @@ fn index_one_file(
     if let Some(k) = known {
         if k.hash == hash {
             // Touched, not changed.
-            tx.execute(
+            exec(
+                tx,
                 "UPDATE files SET mtime_ns = ?1 WHERE id = ?2",
                 params![mtime, k.id],
             )
@@ -551,7 +572,7 @@ fn index_one_file(
                 format!("{path_terms}\n{}", identifier_terms(&u.text)),
             )
         };
-        tx.execute(
+        exec(tx,
             "INSERT INTO docs (repo_id, kind, source, source_id, path, line, time, title, body, terms)
              VALUES (?1, ?2, 'file', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             params![repo_id, kind, file_id, rel, u.line as i64, mtime / 1_000_000_000, title, u.text, terms],
@@ -567,7 +588,8 @@ pub(crate) fn delete_docs(
     source: &str,
     source_id: i64,
 ) -> Result<(), WorkspaceError> {
-    tx.execute(
+    exec(
+        tx,
         "DELETE FROM docs WHERE source = ?1 AND source_id = ?2",
         params![source, source_id],
     )
@@ -648,10 +670,10 @@ fn insert_commit(
             |r| r.get(0),
         )
         .map_err(db_err("saving a commit"))?;
-    tx.execute("DELETE FROM commit_files WHERE commit_id = ?1", [id])
+    exec(tx, "DELETE FROM commit_files WHERE commit_id = ?1", [id])
         .map_err(db_err("saving a commit"))?;
     for f in &c.files {
-        tx.execute(
+        exec(tx,
             "INSERT INTO commit_files (commit_id, path, change, additions, deletions) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![id, f.path, f.change, f.additions, f.deletions],
         )
@@ -669,7 +691,7 @@ fn insert_commit(
             .collect::<Vec<_>>()
             .join("\n")
     );
-    tx.execute(
+    exec(tx,
         "INSERT INTO docs (repo_id, kind, source, source_id, hash, author, time, title, body, terms)
          VALUES (?1, 'commit', 'commit', ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         params![repo_id, id, c.hash, c.author_name, c.time, c.summary, body, terms],
@@ -694,7 +716,8 @@ fn write_import(
         Some(r) => r,
         None => {
             let name = super::unique_name(&tx, slug)?;
-            tx.execute(
+            exec(
+                &tx,
                 "INSERT INTO repos (name, remote, added_at, status) VALUES (?1, ?2, ?3, 'ready')",
                 params![name, slug, now()],
             )
@@ -761,7 +784,8 @@ fn write_import(
             report.orphan_comments
         ));
     }
-    tx.execute(
+    exec(
+        &tx,
         "UPDATE repos SET indexed_at = ?1 WHERE id = ?2",
         params![now(), repo.id],
     )
@@ -781,7 +805,8 @@ fn issue_id(
     repo_id: i64,
     number: i64,
 ) -> Result<Option<i64>, WorkspaceError> {
-    tx.query_row(
+    query_one(
+        tx,
         "SELECT id FROM issues WHERE repo_id = ?1 AND number = ?2",
         params![repo_id, number],
         |r| r.get(0),
@@ -791,7 +816,7 @@ fn issue_id(
 }
 
 fn insert_comment(tx: &Transaction<'_>, issue_id: i64, c: &Comment) -> Result<(), WorkspaceError> {
-    tx.execute(
+    exec(tx,
         "INSERT INTO comments (issue_id, kind, external_id, author, body, created_at, path, line, diff_hunk, review_state)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
          ON CONFLICT (issue_id, kind, external_id) DO UPDATE SET
@@ -867,7 +892,7 @@ fn upsert_item(
     }
     let labels = serde_json::to_string(&item.labels.clone().unwrap_or_default())
         .unwrap_or_else(|_| "[]".into());
-    tx.query_row(
+    query_one(tx,
         "INSERT INTO issues (repo_id, number, is_pr, title, body, state, author, labels, created_at,
                              updated_at, closed_at, merged_at, url, base_ref, head_ref, draft)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
@@ -947,7 +972,7 @@ fn reindex_issue(tx: &Transaction<'_>, issue_id: i64) -> Result<(), WorkspaceErr
     let kind = if i.is_pr { "pr" } else { "issue" };
     delete_docs(tx, "issue", issue_id)?;
     let heading = format!("#{} {}", i.number, i.title);
-    tx.execute(
+    exec(tx,
         "INSERT INTO docs (repo_id, kind, source, source_id, number, state, author, labels, time, title, body, terms)
          VALUES (?1, ?2, 'issue', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         params![
@@ -998,7 +1023,7 @@ fn reindex_issue(tx: &Transaction<'_>, issue_id: i64) -> Result<(), WorkspaceErr
             "review_comment" => "review comment",
             _ => "comment",
         };
-        tx.execute(
+        exec(tx,
             "INSERT INTO docs (repo_id, kind, source, source_id, number, comment_id, state, author, labels, time, path, line, title, body, terms)
              VALUES (?1, ?2, 'comment', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![

@@ -7,6 +7,7 @@ pub mod grep;
 pub mod import;
 pub mod index;
 pub mod queries;
+pub mod rank;
 pub mod search;
 pub mod text;
 
@@ -53,6 +54,10 @@ pub enum WorkspaceError {
     NotFound(String),
     #[error("{0}")]
     Refused(String),
+    /// SQLite's full-text search failed or lacks what Burrow needs (ours to fix, not the
+    /// user's).
+    #[error("full-text search: {0}")]
+    Fts(String),
 }
 
 impl WorkspaceError {

@@ -7,6 +7,9 @@ use std::fmt;
 use rusqlite::types::Value as SqlValue;
 use serde::{Deserialize, Serialize};
 
+use rusqlite::{Connection, OptionalExtension};
+
+use super::rank;
 use super::text::identifier_parts;
 use super::{db_err, Workspace, WorkspaceError};
 
@@ -139,6 +142,9 @@ pub struct SearchPage {
     pub hits: Vec<SearchHit>,
     /// The offset of the next page, when there is one.
     pub next_offset: Option<usize>,
+    /// Set when the ranking was narrowed because the words match too much to rank it all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 const STOP_WORDS: &[&str] = &[
@@ -147,47 +153,398 @@ const STOP_WORDS: &[&str] = &[
     "which", "who", "why", "with", "can", "there", "any", "we", "you", "my", "our",
 ];
 
-/// Turns what the user typed into an FTS5 expression: every word becomes a quoted term (so no
-/// character can be taken for query syntax), a compound identifier matches both as its words
-/// (`"parse args"`) and joined (`"parseargs"`), common words are dropped, and the terms are
-/// OR-ed: BM25 ranks the units that match more of them first.
-pub fn fts_expression(text: &str) -> Option<String> {
-    let mut clauses: Vec<String> = Vec::new();
+/// A phrase of the FTS5 expression (quoted, so nothing in it is query syntax) and how many
+/// rows hold it.
+#[derive(Debug, Clone, PartialEq)]
+struct Phrase {
+    quoted: String,
+    rows: f64,
+}
+
+/// One word of a query: a compound identifier is two phrases, its words (`"parse args"`) and
+/// joined (`"parseargs"`).
+#[derive(Debug, Clone, PartialEq)]
+struct Clause {
+    word: String,
+    phrases: Vec<Phrase>,
+}
+
+impl Clause {
+    /// Rows holding the word: at most the sum over its phrases.
+    fn rows(&self) -> f64 {
+        self.phrases.iter().map(|p| p.rows).sum()
+    }
+}
+
+/// The words of what the user typed, common words dropped, each spelled as phrases.
+fn words(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
     for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.')) {
         let word = word.trim_matches(|c: char| c == '.' || c == '-');
         if word.is_empty() {
             continue;
         }
         let parts = identifier_parts(word);
-        if parts.is_empty() {
-            continue;
-        }
-        if parts.len() == 1 {
-            let p = &parts[0];
-            if STOP_WORDS.contains(&p.as_str()) {
-                continue;
-            }
-            clauses.push(format!("\"{p}\""));
-        } else {
-            clauses.push(format!(
-                "(\"{}\" OR \"{}\")",
-                parts.join(" "),
-                parts.concat()
-            ));
+        let phrases = match parts.as_slice() {
+            [] => continue,
+            [p] if STOP_WORDS.contains(&p.as_str()) => continue,
+            [p] => vec![p.clone()],
+            _ => vec![parts.join(" "), parts.concat()],
+        };
+        if !out.iter().any(|(_, p)| *p == phrases) {
+            out.push((word.to_string(), phrases));
         }
     }
-    clauses.dedup();
-    (!clauses.is_empty()).then(|| clauses.join(" OR "))
+    out
 }
 
-/// The words of a query, lowercased, to locate the matching line in a chunk.
+/// What the user typed as an FTS5 expression: its words OR-ed, so that BM25 ranks the units
+/// that match more of them first.
+pub fn fts_expression(text: &str) -> Option<String> {
+    let w = words(text);
+    (!w.is_empty()).then(|| {
+        w.iter()
+            .map(|(_, phrases)| group(phrases.iter().map(|p| format!("\"{p}\""))))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    })
+}
+
+/// Phrases OR-ed, in parentheses when there are several.
+fn group(quoted: impl Iterator<Item = String>) -> String {
+    let parts: Vec<String> = quoted.collect();
+    if parts.len() == 1 {
+        parts.into_iter().next().unwrap_or_default()
+    } else {
+        format!("({})", parts.join(" OR "))
+    }
+}
+
+/// A filter value as the token the index's `facets` column holds for it: the hex of its
+/// lowercase bytes, A and E written Q and Z, after a one-letter prefix naming the filter.
+/// Migration 2 in db.rs spells the same tokens in SQL; SQLite's `lower()` folds ASCII only, and
+/// so does this.
+pub(crate) fn facet_token(prefix: char, value: &str) -> String {
+    let mut s = String::with_capacity(1 + 2 * value.len());
+    s.push(prefix);
+    for b in value.to_ascii_lowercase().bytes() {
+        for nibble in [b >> 4, b & 15] {
+            s.push(match nibble {
+                10 => 'q',
+                14 => 'z',
+                n => char::from_digit(u32::from(n), 16).unwrap_or('0'),
+            });
+        }
+    }
+    s
+}
+
+/// How many matching rows one search ranks at most. Ranking costs about a microsecond and a
+/// half per row here, so a search stays within a few tens of milliseconds however common its
+/// words are; most searches match fewer rows and rank them all.
+const RANK_ROWS: usize = 12_000;
+
+/// Given to `burrow_rank` for a phrase that only narrows the matches: it weighs nothing.
+const WEIGHS_NOTHING: f64 = 1e18;
+
+/// An FTS5 expression with the row count of each of its phrases, in order, for `burrow_rank`.
+#[derive(Debug, Clone)]
+struct Expr {
+    text: String,
+    rows: Vec<f64>,
+}
+
+impl Expr {
+    /// The words joined by `op`, looked for in the text columns only (never among the facets),
+    /// and every facet group required.
+    fn new(clauses: &[&Clause], op: &str, facets: &[Vec<Phrase>]) -> Self {
+        let mut rows = Vec::new();
+        let words: Vec<String> = clauses
+            .iter()
+            .map(|c| {
+                rows.extend(c.phrases.iter().map(|p| p.rows));
+                group(c.phrases.iter().map(|p| p.quoted.clone()))
+            })
+            .collect();
+        let mut text = format!("{{title body terms}} : ({})", words.join(op));
+        for f in facets {
+            rows.extend(f.iter().map(|p| p.rows));
+            text.push_str(" AND ");
+            text.push_str(&group(f.iter().map(|p| format!("facets : {}", p.quoted))));
+        }
+        Expr { text, rows }
+    }
+
+    /// Only the rows with at least one of `narrow`, ranked by all of `clauses` (the narrowing
+    /// phrases weigh nothing, so each word counts once).
+    fn narrowed(narrow: &[&Clause], clauses: &[&Clause], facets: &[Vec<Phrase>]) -> Self {
+        let inner = Expr::new(clauses, " OR ", &[]);
+        let mut rows: Vec<f64> = narrow
+            .iter()
+            .flat_map(|c| c.phrases.iter().map(|_| WEIGHS_NOTHING))
+            .collect();
+        rows.extend(inner.rows);
+        let narrow_words: Vec<String> = narrow
+            .iter()
+            .map(|c| group(c.phrases.iter().map(|p| p.quoted.clone())))
+            .collect();
+        let mut text = format!(
+            "{{title body terms}} : (({}) AND ({}))",
+            narrow_words.join(" OR "),
+            clauses
+                .iter()
+                .map(|c| group(c.phrases.iter().map(|p| p.quoted.clone())))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        );
+        for f in facets {
+            rows.extend(f.iter().map(|p| p.rows));
+            text.push_str(" AND ");
+            text.push_str(&group(f.iter().map(|p| format!("facets : {}", p.quoted))));
+        }
+        Expr { text, rows }
+    }
+}
+
+/// How a query is run: the expression ranked, optionally only over the matches from
+/// `min_rowid` on (the newest), and what the user should be told when that is not the plain
+/// ranking of every match.
+#[derive(Debug)]
+struct Plan {
+    expr: Expr,
+    min_rowid: Option<i64>,
+    note: Option<String>,
+}
+
+/// The filters FTS5 cannot apply (path glob, dates), as SQL over `docs`.
+#[derive(Default)]
+struct PostFilter {
+    sql: String,
+    args: Vec<SqlValue>,
+}
+
+impl PostFilter {
+    fn from_query(q: &SearchQuery) -> Self {
+        let mut f = PostFilter::default();
+        if let Some(glob) = &q.path {
+            // A glob with no slash matches the file name anywhere in the tree.
+            let glob = if glob.contains('/') {
+                glob.clone()
+            } else {
+                format!("*{glob}")
+            };
+            f.sql.push_str(" AND docs.path GLOB ?");
+            f.args.push(SqlValue::Text(glob));
+        }
+        if let Some(since) = q.since {
+            f.sql.push_str(" AND docs.time >= ?");
+            f.args.push(SqlValue::Integer(since));
+        }
+        if let Some(until) = q.until {
+            f.sql.push_str(" AND docs.time < ?");
+            f.args.push(SqlValue::Integer(until));
+        }
+        f
+    }
+
+    /// `FROM` and `WHERE` for the matches of one expression: its `?` first, then the window's
+    /// when there is one, then the filter's.
+    fn tables_and_conditions(&self, window: bool) -> String {
+        let join = if self.sql.is_empty() {
+            ""
+        } else {
+            " JOIN docs ON docs.id = docs_fts.rowid"
+        };
+        let window = if window {
+            " AND docs_fts.rowid >= ?"
+        } else {
+            ""
+        };
+        format!(
+            "FROM docs_fts{join} WHERE docs_fts MATCH ?{window}{}",
+            self.sql
+        )
+    }
+
+    fn args(&self, expr: &str, min_rowid: Option<i64>) -> Vec<SqlValue> {
+        let mut args = vec![SqlValue::Text(expr.to_string())];
+        args.extend(min_rowid.map(SqlValue::Integer));
+        args.extend(self.args.iter().cloned());
+        args
+    }
+}
+
+/// How many rows match, counting no further than `upto` (cheap: no ranking).
+fn count_upto(
+    conn: &Connection,
+    expr: &Expr,
+    post: &PostFilter,
+    upto: usize,
+) -> Result<usize, WorkspaceError> {
+    let sql = format!(
+        "SELECT count(*) FROM (SELECT 1 {} LIMIT ?)",
+        post.tables_and_conditions(false)
+    );
+    let mut args = post.args(&expr.text, None);
+    args.push(SqlValue::Integer(upto as i64));
+    let n: i64 = conn
+        .prepare_cached(&sql)
+        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0)))
+        .map_err(db_err("counting matches"))?;
+    Ok(n as usize)
+}
+
+/// The newest matches, up to `upto`: how many there are and the oldest one's rowid.
+fn newest(
+    conn: &Connection,
+    expr: &Expr,
+    post: &PostFilter,
+    upto: usize,
+) -> Result<(usize, Option<i64>), WorkspaceError> {
+    let sql = format!(
+        "SELECT count(*), min(id) FROM (SELECT docs_fts.rowid AS id {} \
+         ORDER BY docs_fts.rowid DESC LIMIT ?)",
+        post.tables_and_conditions(false)
+    );
+    let mut args = post.args(&expr.text, None);
+    args.push(SqlValue::Integer(upto as i64));
+    conn.prepare_cached(&sql)
+        .and_then(|mut st| {
+            st.query_row(rusqlite::params_from_iter(args.iter()), |r| {
+                Ok((r.get::<_, i64>(0)? as usize, r.get::<_, Option<i64>>(1)?))
+            })
+        })
+        .map_err(db_err("counting matches"))
+}
+
+/// How many rows hold each phrase, from the index's vocabulary. A phrase of several words is
+/// counted when its rarest word is rare enough to make that cheap, and otherwise taken to be
+/// as common as that word (an upper bound).
+fn phrase_rows(conn: &Connection, phrase: &str) -> Result<f64, WorkspaceError> {
+    let mut rarest: Option<i64> = None;
+    for token in rank::query_tokens(conn, phrase)? {
+        let n: i64 = conn
+            .prepare_cached("SELECT doc FROM docs_vocab WHERE term = ?1")
+            .and_then(|mut st| st.query_row([&token], |r| r.get(0)).optional())
+            .map_err(db_err("reading the vocabulary"))?
+            .unwrap_or(0);
+        rarest = Some(rarest.map_or(n, |r| r.min(n)));
+    }
+    let rarest = rarest.unwrap_or(0);
+    if phrase.contains(' ') && (rarest as usize) <= RANK_ROWS {
+        let expr = Expr {
+            text: format!("{{title body terms}} : \"{phrase}\""),
+            rows: Vec::new(),
+        };
+        return Ok(count_upto(conn, &expr, &PostFilter::default(), RANK_ROWS + 1)? as f64);
+    }
+    Ok(rarest as f64)
+}
+
+/// Chooses what to rank so that no query, however common its words, ranks more than
+/// `RANK_ROWS` rows. Most queries match fewer and are ranked whole. Otherwise, as Lucene's
+/// common-terms query does: the rows with at least one of the rarer words are ranked by all the
+/// words (a row with only very common words cannot score high); when every word is common, the
+/// rows with all of them; and when even those are too many, the newest matches, which the page
+/// says.
+fn plan(
+    conn: &Connection,
+    clauses: &[Clause],
+    facets: &[Vec<Phrase>],
+    post: &PostFilter,
+    needed: usize,
+) -> Result<Plan, WorkspaceError> {
+    let all: Vec<&Clause> = clauses.iter().collect();
+    let any = Expr::new(&all, " OR ", facets);
+    let whole = |expr: Expr| Plan {
+        expr,
+        min_rowid: None,
+        note: None,
+    };
+    // Bounds from the vocabulary first: no query at all for most searches.
+    let words_bound: f64 = clauses.iter().map(Clause::rows).sum();
+    let facet_bound = facets
+        .iter()
+        .map(|f| f.iter().map(|p| p.rows).sum::<f64>())
+        .fold(f64::INFINITY, f64::min);
+    if words_bound.min(facet_bound) <= RANK_ROWS as f64 {
+        return Ok(whole(any));
+    }
+    let (matches, oldest) = newest(conn, &any, post, RANK_ROWS)?;
+    if matches < RANK_ROWS {
+        return Ok(whole(any));
+    }
+
+    let mut by_rows = all.clone();
+    by_rows.sort_by(|a, b| a.rows().total_cmp(&b.rows()));
+    let mut rare: Vec<&Clause> = Vec::new();
+    let mut total = 0.0;
+    for c in &by_rows {
+        if total + c.rows() > RANK_ROWS as f64 {
+            break;
+        }
+        total += c.rows();
+        rare.push(c);
+    }
+    if !rare.is_empty() {
+        let expr = Expr::narrowed(&rare, &all, facets);
+        if count_upto(conn, &expr, post, needed)? >= needed {
+            return Ok(whole(expr));
+        }
+    }
+    let common: Vec<&str> = by_rows
+        .iter()
+        .filter(|c| !rare.contains(c))
+        .map(|c| c.word.as_str())
+        .collect();
+    if all.len() > 1 {
+        let every = Expr::new(&all, " AND ", facets);
+        let (n, oldest_of_every) = newest(conn, &every, post, RANK_ROWS)?;
+        if n >= needed {
+            let windowed = n >= RANK_ROWS;
+            return Ok(Plan {
+                expr: every,
+                min_rowid: oldest_of_every.filter(|_| windowed),
+                note: Some(format!(
+                    "every word is very common ({}): ranked only {}results that have all of them",
+                    common.join(", "),
+                    if windowed {
+                        format!("the newest {RANK_ROWS} ")
+                    } else {
+                        String::new()
+                    }
+                )),
+            });
+        }
+    }
+    Ok(Plan {
+        expr: any,
+        min_rowid: oldest,
+        note: Some(format!(
+            "the words are very common ({}): ranked only the newest {RANK_ROWS} matches; \
+             add rarer words or filters to reach older ones",
+            common.join(", ")
+        )),
+    })
+}
+
+/// The words of a query, lowercased, to locate and mark the matches in a unit's text; with
+/// crude stems, so `crashes` also marks `crashed` (the index matches on porter stems).
 fn needles(text: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
         if word.len() < 2 || STOP_WORDS.contains(&word.to_lowercase().as_str()) {
             continue;
         }
-        out.push(word.to_lowercase());
+        let lower = word.to_lowercase();
+        if let Some(stem) = ["ing", "ed", "es", "s"]
+            .iter()
+            .find_map(|s| lower.strip_suffix(s))
+            .filter(|stem| stem.chars().count() >= 4)
+        {
+            out.push(stem.to_string());
+        }
+        out.push(lower);
         for p in identifier_parts(word) {
             if p.len() >= 3 {
                 out.push(p);
@@ -203,71 +560,77 @@ fn needles(text: &str) -> Vec<String> {
 
 impl Workspace {
     pub fn search(&self, q: &SearchQuery) -> Result<SearchPage, WorkspaceError> {
-        let Some(expr) = fts_expression(&q.text) else {
+        let words = words(&q.text);
+        if words.is_empty() {
             return Err(WorkspaceError::BadQuery(
                 "the query has no words to search for".into(),
             ));
-        };
+        }
         let limit = q.limit.clamp(1, MAX_LIMIT);
-        let mut sql = String::from(
-            "SELECT docs.kind, repos.name, docs.title,
-                    snippet(docs_fts, 1, '«', '»', '…', 24),
-                    docs.path, docs.line, docs.number, docs.comment_id, docs.hash, docs.state,
-                    docs.author, docs.time, bm25(docs_fts, 8.0, 1.0, 2.0), docs.body
-             FROM docs_fts
-             JOIN docs ON docs.id = docs_fts.rowid
-             JOIN repos ON repos.id = docs.repo_id
-             WHERE docs_fts MATCH ?",
-        );
-        let mut args: Vec<SqlValue> = vec![SqlValue::Text(expr)];
+        let repo_id = q
+            .repo
+            .as_deref()
+            .map(|r| self.repo(r))
+            .transpose()?
+            .map(|r| r.id);
+
+        let conn = self.conn();
+        let facet = |token: String| -> Result<Phrase, WorkspaceError> {
+            let rows = phrase_rows(&conn, &token)?;
+            Ok(Phrase {
+                quoted: format!("\"{token}\""),
+                rows,
+            })
+        };
+        let mut facets: Vec<Vec<Phrase>> = Vec::new();
+        if let Some(id) = repo_id {
+            facets.push(vec![facet(format!("r{id}"))?]);
+        }
         if !q.kinds.is_empty() {
-            let marks = vec!["?"; q.kinds.len()].join(", ");
-            sql.push_str(&format!(" AND docs.kind IN ({marks})"));
-            args.extend(q.kinds.iter().map(|k| SqlValue::Text(k.as_str().into())));
+            let kinds = q.kinds.iter().map(|k| facet(facet_token('k', k.as_str())));
+            facets.push(kinds.collect::<Result<_, _>>()?);
         }
-        if let Some(repo) = &q.repo {
-            let r = self.repo(repo)?;
-            sql.push_str(" AND docs.repo_id = ?");
-            args.push(SqlValue::Integer(r.id));
+        for (prefix, value) in [('t', &q.state), ('g', &q.label), ('h', &q.author)] {
+            if let Some(v) = value {
+                facets.push(vec![facet(facet_token(prefix, v))?]);
+            }
         }
-        if let Some(state) = &q.state {
-            sql.push_str(" AND docs.state = ?");
-            args.push(SqlValue::Text(state.to_lowercase()));
+        let mut clauses = Vec::with_capacity(words.len());
+        for (word, phrases) in words {
+            let mut ps = Vec::with_capacity(phrases.len());
+            for p in phrases {
+                ps.push(Phrase {
+                    rows: phrase_rows(&conn, &p)?,
+                    quoted: format!("\"{p}\""),
+                });
+            }
+            clauses.push(Clause { word, phrases: ps });
         }
-        if let Some(label) = &q.label {
-            sql.push_str(
-                " AND EXISTS (SELECT 1 FROM json_each(docs.labels) WHERE lower(json_each.value) = lower(?))",
-            );
-            args.push(SqlValue::Text(label.clone()));
-        }
-        if let Some(author) = &q.author {
-            sql.push_str(" AND lower(docs.author) = lower(?)");
-            args.push(SqlValue::Text(author.clone()));
-        }
-        if let Some(glob) = &q.path {
-            // A glob with no slash matches the file name anywhere in the tree.
-            let glob = if glob.contains('/') {
-                glob.clone()
-            } else {
-                format!("*{glob}")
-            };
-            sql.push_str(" AND docs.path GLOB ?");
-            args.push(SqlValue::Text(glob));
-        }
-        if let Some(since) = q.since {
-            sql.push_str(" AND docs.time >= ?");
-            args.push(SqlValue::Integer(since));
-        }
-        if let Some(until) = q.until {
-            sql.push_str(" AND docs.time < ?");
-            args.push(SqlValue::Integer(until));
-        }
-        sql.push_str(" ORDER BY bm25(docs_fts, 8.0, 1.0, 2.0) LIMIT ? OFFSET ?");
+        let post = PostFilter::from_query(q);
+        let plan = plan(&conn, &clauses, &facets, &post, q.offset + limit + 1)?;
+
+        // Rank first, on rowids alone, then read the page's rows: SQLite's sorter would
+        // otherwise carry every match's text.
+        let row_args = vec!["?"; plan.expr.rows.len()].join(", ");
+        let sql = format!(
+            "WITH top AS (
+                SELECT docs_fts.rowid AS id,
+                       {}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args}) AS score
+                {} ORDER BY score LIMIT ? OFFSET ?)
+             SELECT docs.kind, repos.name, docs.title, docs.path, docs.line, docs.number,
+                    docs.comment_id, docs.hash, docs.state, docs.author, docs.time, top.score,
+                    docs.body
+             FROM top JOIN docs ON docs.id = top.id JOIN repos ON repos.id = docs.repo_id
+             ORDER BY top.score",
+            rank::RANK_FUNCTION,
+            post.tables_and_conditions(plan.min_rowid.is_some())
+        );
+        let mut args: Vec<SqlValue> = plan.expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
+        args.extend(post.args(&plan.expr.text, plan.min_rowid));
         args.push(SqlValue::Integer(limit as i64 + 1));
         args.push(SqlValue::Integer(q.offset as i64));
 
         let needles = needles(&q.text);
-        let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(&sql)
             .map_err(db_err("preparing a search"))?;
@@ -277,17 +640,16 @@ impl Workspace {
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, Option<String>>(4)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<i64>>(4)?,
                     r.get::<_, Option<i64>>(5)?,
                     r.get::<_, Option<i64>>(6)?,
-                    r.get::<_, Option<i64>>(7)?,
+                    r.get::<_, Option<String>>(7)?,
                     r.get::<_, Option<String>>(8)?,
                     r.get::<_, Option<String>>(9)?,
-                    r.get::<_, Option<String>>(10)?,
-                    r.get::<_, Option<i64>>(11)?,
-                    r.get::<_, f64>(12)?,
-                    r.get::<_, String>(13)?,
+                    r.get::<_, Option<i64>>(10)?,
+                    r.get::<_, f64>(11)?,
+                    r.get::<_, String>(12)?,
                 ))
             })
             .map_err(db_err("searching"))?;
@@ -297,7 +659,6 @@ impl Workspace {
                 kind,
                 repo,
                 title,
-                snippet,
                 path,
                 line,
                 number,
@@ -311,13 +672,14 @@ impl Workspace {
             ) = row.map_err(db_err("searching"))?;
             let kind = Kind::parse(&kind)?;
             // For code and documents: the line of the first match within the unit, and the
-            // snippet is that line and the two after it. Elsewhere FTS5's snippet, on one line.
+            // snippet is that line and the two after it. Elsewhere words around the first
+            // match, on one line.
             let (line, snippet) = match (kind, line) {
                 (Kind::Code | Kind::Doc, Some(start)) => {
                     let idx = first_matching_line(&body, &needles);
                     (Some(start + idx as i64), line_snippet(&body, idx, &needles))
                 }
-                _ => (line, collapse_whitespace(&snippet)),
+                _ => (line, words_snippet(&body, &needles, SNIPPET_WORDS)),
             };
             hits.push(SearchHit {
                 kind,
@@ -332,14 +694,45 @@ impl Workspace {
                 state,
                 author,
                 time,
-                // bm25() is lower for better matches; report higher-is-better.
+                // Lower is better for the rank function; report higher-is-better.
                 score: -score,
             });
         }
         let next_offset = (hits.len() > limit).then(|| q.offset + limit);
         hits.truncate(limit);
-        Ok(SearchPage { hits, next_offset })
+        Ok(SearchPage {
+            hits,
+            next_offset,
+            note: plan.note,
+        })
     }
+}
+
+const SNIPPET_WORDS: usize = 24;
+
+/// About `n` words of `body` around the first needle (a few words of context before it), on one
+/// line, with the needles marked and elisions shown as `…`. From the start when no needle is in
+/// the body (the match was in the title).
+fn words_snippet(body: &str, needles: &[String], n: usize) -> String {
+    let words: Vec<&str> = body.split_whitespace().collect();
+    let first = words
+        .iter()
+        .position(|w| {
+            let w = w.to_lowercase();
+            needles.iter().any(|n| find_word(&w, n, 0).is_some())
+        })
+        .unwrap_or(0);
+    let start = first.saturating_sub(4);
+    let end = (start + n).min(words.len());
+    let mut out = String::new();
+    if start > 0 {
+        out.push_str("… ");
+    }
+    out.push_str(&highlight(&words[start..end].join(" "), needles));
+    if end < words.len() {
+        out.push_str(" …");
+    }
+    out
 }
 
 /// Up to three lines of `body` from line `idx`, dedented, with the needles marked.
@@ -370,8 +763,7 @@ fn highlight(line: &str, needles: &[String]) -> String {
     let mut marks = vec![false; line.len()];
     for n in needles {
         let mut from = 0;
-        while let Some(pos) = lower[from..].find(n.as_str()) {
-            let start = from + pos;
+        while let Some(start) = find_word(&lower, n, from) {
             for m in &mut marks[start..start + n.len()] {
                 *m = true;
             }
@@ -396,8 +788,23 @@ fn highlight(line: &str, needles: &[String]) -> String {
     out
 }
 
-fn collapse_whitespace(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+/// The next place from `from` in `lower` where `needle` starts a word (`args` in `parse_args`,
+/// `crash` in `crashed`); a needle shorter than four characters must be the whole word, so
+/// that `no` does not mark `not`.
+fn find_word(lower: &str, needle: &str, from: usize) -> Option<usize> {
+    let is_word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let mut at = from;
+    while let Some(pos) = lower.get(at..)?.find(needle) {
+        let start = at + pos;
+        let end = start + needle.len();
+        let starts_word = !is_word(lower[..start].chars().next_back());
+        let ends_word = needle.chars().count() >= 4 || !is_word(lower[end..].chars().next());
+        if starts_word && ends_word {
+            return Some(start);
+        }
+        at = start + needle.chars().next().map_or(1, char::len_utf8);
+    }
+    None
 }
 
 /// Index (0-based) of the first line of `body` that contains one of `needles`
@@ -405,7 +812,7 @@ fn collapse_whitespace(s: &str) -> String {
 fn first_matching_line(body: &str, needles: &[String]) -> usize {
     for needle in needles {
         for (i, line) in body.lines().enumerate() {
-            if line.to_lowercase().contains(needle.as_str()) {
+            if find_word(&line.to_lowercase(), needle, 0).is_some() {
                 return i;
             }
         }
@@ -443,7 +850,46 @@ mod tests {
             line_snippet(body, 1, &n),
             "// Reuse the «KV» «cache»\n    here();\ndone"
         );
-        assert_eq!(collapse_whitespace(" a\r\n b  c "), "a b c");
+        let body = "One two three four five six seven crashed eight\nnine ten eleven";
+        assert_eq!(
+            words_snippet(body, &needles("crashes"), 5),
+            "… four five six seven «crash»ed …"
+        );
+        assert_eq!(words_snippet("a b c", &needles("zzz"), 2), "a b …");
+        assert_eq!(
+            highlight("no, not now: parse_args(NoArgs)", &needles("no args")),
+            "«no», not now: parse_«args»(NoArgs)"
+        );
+    }
+
+    #[test]
+    fn facet_tokens_match_the_sql_spelling_and_survive_stemming() {
+        assert_eq!(facet_token('k', "Issue"), "k6973737565");
+        // Every A and E nibble is spelled Q and Z: no vowel for the stemmer to act on.
+        assert_eq!(facet_token('h', "ed"), "h6564");
+        assert_eq!(facet_token('g', "j"), "g6q");
+        assert_eq!(facet_token('t', "n"), "t6z");
+        let conn = crate::workspace::db::open_in_memory().unwrap();
+        for v in [
+            "Issue",
+            "jo",
+            "joed",
+            "jos",
+            "bug fix",
+            "ÄÖ–ü",
+            "ed",
+            "e",
+            "a-b_c",
+        ] {
+            let sql: String = conn
+                .query_row(
+                    "SELECT 'x' || replace(replace(hex(lower(?1)), 'A', 'Q'), 'E', 'Z')",
+                    [v],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(sql.to_lowercase(), facet_token('x', v), "{v}");
+        }
     }
 
     #[test]
