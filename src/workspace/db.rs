@@ -259,7 +259,8 @@ fn configure(conn: &Connection) -> Result<(), WorkspaceError> {
                 "PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = NORMAL;
                  PRAGMA foreign_keys = ON;
-                 PRAGMA temp_store = MEMORY;",
+                 PRAGMA temp_store = MEMORY;
+                 PRAGMA journal_size_limit = 67108864;",
             )
         })
         .map_err(|e| WorkspaceError::Database {

@@ -166,6 +166,7 @@ impl Workspace {
         let mut conn = self.connect()?;
         set_status(&conn, repo.id, "indexing", None)?;
         let result = index_local(&mut conn, &repo, &root, on_event);
+        settle(&conn);
         match result {
             Ok(mut report) => {
                 set_status(&conn, repo.id, "ready", None)?;
@@ -194,10 +195,21 @@ impl Workspace {
             &format!("import-{}", slug.replace('/', "--")),
         )?;
         let mut conn = self.connect()?;
-        let mut report = write_import(&mut conn, path, slug, on_event)?;
+        let result = write_import(&mut conn, path, slug, on_event);
+        settle(&conn);
+        let mut report = result?;
         report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok(report)
     }
+}
+
+/// After a run that wrote much, folds the write-ahead log back into the database and empties
+/// it, so the log does not stay as large as the run's writes (hundreds of MB for a big import).
+/// Best effort: a reader holding an old snapshot makes it wait, and then the log is simply
+/// folded back later.
+fn settle(conn: &Connection) {
+    let _ = conn.busy_timeout(std::time::Duration::from_millis(250));
+    let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
 }
 
 fn index_local(
@@ -769,7 +781,26 @@ fn write_import(
             None => report.orphan_comments += 1,
         }
     }
-    for id in touched {
+    // Oldest first, so that the search index's row order is the order the items were opened
+    // in (a search over too many matches ranks the newest rows), whatever order the export
+    // listed them in (`gh api` lists newest first).
+    let mut order: Vec<(Option<i64>, i64, i64)> = Vec::with_capacity(touched.len());
+    {
+        let mut st = tx
+            .prepare_cached("SELECT created_at, number, id FROM issues WHERE repo_id = ?1")
+            .map_err(db_err("ordering the imported items"))?;
+        let rows = st
+            .query_map([repo.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(db_err("ordering the imported items"))?;
+        for row in rows {
+            let row = row.map_err(db_err("ordering the imported items"))?;
+            if touched.contains(&row.2) {
+                order.push(row);
+            }
+        }
+    }
+    order.sort_unstable();
+    for (_, _, id) in order {
         reindex_issue(&tx, id)?;
     }
     if stats.ignored > 0 {

@@ -122,6 +122,10 @@ pub struct RepoStatus {
 pub struct Workspace {
     db_path: PathBuf,
     conn: Mutex<Connection>,
+    /// How many rows hold each phrase searched for lately (see `search::PhraseRows`).
+    phrase_rows: Mutex<search::PhraseRows>,
+    /// How many matches a search ranks at most (`search::RANK_ROWS`; smaller in tests).
+    rank_rows: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -145,6 +149,8 @@ impl Workspace {
         Ok(Workspace {
             db_path: db_path.to_path_buf(),
             conn: Mutex::new(conn),
+            phrase_rows: Mutex::new(search::PhraseRows::default()),
+            rank_rows: std::sync::atomic::AtomicUsize::new(search::RANK_ROWS),
         })
     }
 

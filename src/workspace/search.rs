@@ -2,6 +2,7 @@
 //! issues, pull requests and their comments), with filters, highlighted snippets and precise
 //! locations.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use rusqlite::types::Value as SqlValue;
@@ -242,7 +243,7 @@ pub(crate) fn facet_token(prefix: char, value: &str) -> String {
 /// How many matching rows one search ranks at most. Ranking costs about a microsecond and a
 /// half per row here, so a search stays within a few tens of milliseconds however common its
 /// words are; most searches match fewer rows and rank them all.
-const RANK_ROWS: usize = 12_000;
+pub(crate) const RANK_ROWS: usize = 12_000;
 
 /// Given to `burrow_rank` for a phrase that only narrows the matches: it weighs nothing.
 const WEIGHS_NOTHING: f64 = 1e18;
@@ -306,14 +307,54 @@ impl Expr {
     }
 }
 
-/// How a query is run: the expression ranked, optionally only over the matches from
-/// `min_rowid` on (the newest), and what the user should be told when that is not the plain
-/// ranking of every match.
-#[derive(Debug)]
-struct Plan {
-    expr: Expr,
-    min_rowid: Option<i64>,
-    note: Option<String>,
+/// Which matches a search ranks, and so what the page tells the user.
+#[derive(Debug, Clone, PartialEq)]
+enum Scope {
+    /// All of them (fewer than `RANK_ROWS`).
+    Whole,
+    /// Those with at least one of the rarer words (`rare`); a match with only the very common
+    /// ones cannot rank high.
+    Narrowed {
+        rare: Vec<String>,
+        common: Vec<String>,
+    },
+    /// Those with every word, all of which are very common (`common` names them).
+    Every { common: Vec<String> },
+    /// The newest `RANK_ROWS`.
+    Newest { common: Vec<String> },
+}
+
+impl Scope {
+    /// What to tell the user, given how many matches were ranked, the window, and whether
+    /// this is the last page.
+    fn note(&self, ranked: usize, window: usize, last_page: bool) -> Option<String> {
+        match self {
+            Scope::Whole => None,
+            // Said once the results with the rarer words run out, where the user would
+            // otherwise expect the rest.
+            Scope::Narrowed { rare, common } => last_page.then(|| {
+                format!(
+                    "only results with {} are ranked: {} alone match too many to rank",
+                    rare.join(" or "),
+                    common.join(", ")
+                )
+            }),
+            Scope::Every { common } => Some(format!(
+                "every word is very common ({}): ranked only {}results that have all of them",
+                common.join(", "),
+                if ranked >= window {
+                    format!("the newest {window} ")
+                } else {
+                    String::new()
+                }
+            )),
+            Scope::Newest { common } => Some(format!(
+                "the words are very common ({}): ranked only the newest {window} matches; \
+                 add rarer words or filters to reach older ones",
+                common.join(", ")
+            )),
+        }
+    }
 }
 
 /// The filters FTS5 cannot apply (path glob, dates), as SQL over `docs`.
@@ -347,28 +388,22 @@ impl PostFilter {
         f
     }
 
-    /// `FROM` and `WHERE` for the matches of one expression: its `?` first, then the window's
-    /// when there is one, then the filter's.
-    fn tables_and_conditions(&self, window: bool) -> String {
+    fn is_empty(&self) -> bool {
+        self.sql.is_empty()
+    }
+
+    /// `FROM` and `WHERE` for the matches of one expression: its `?` first, then the filter's.
+    fn tables_and_conditions(&self) -> String {
         let join = if self.sql.is_empty() {
             ""
         } else {
             " JOIN docs ON docs.id = docs_fts.rowid"
         };
-        let window = if window {
-            " AND docs_fts.rowid >= ?"
-        } else {
-            ""
-        };
-        format!(
-            "FROM docs_fts{join} WHERE docs_fts MATCH ?{window}{}",
-            self.sql
-        )
+        format!("FROM docs_fts{join} WHERE docs_fts MATCH ?{}", self.sql)
     }
 
-    fn args(&self, expr: &str, min_rowid: Option<i64>) -> Vec<SqlValue> {
+    fn args(&self, expr: &str) -> Vec<SqlValue> {
         let mut args = vec![SqlValue::Text(expr.to_string())];
-        args.extend(min_rowid.map(SqlValue::Integer));
         args.extend(self.args.iter().cloned());
         args
     }
@@ -383,9 +418,9 @@ fn count_upto(
 ) -> Result<usize, WorkspaceError> {
     let sql = format!(
         "SELECT count(*) FROM (SELECT 1 {} LIMIT ?)",
-        post.tables_and_conditions(false)
+        post.tables_and_conditions()
     );
-    let mut args = post.args(&expr.text, None);
+    let mut args = post.args(&expr.text);
     args.push(SqlValue::Integer(upto as i64));
     let n: i64 = conn
         .prepare_cached(&sql)
@@ -394,27 +429,37 @@ fn count_upto(
     Ok(n as usize)
 }
 
-/// The newest matches, up to `upto`: how many there are and the oldest one's rowid.
-fn newest(
-    conn: &Connection,
-    expr: &Expr,
-    post: &PostFilter,
-    upto: usize,
-) -> Result<(usize, Option<i64>), WorkspaceError> {
-    let sql = format!(
-        "SELECT count(*), min(id) FROM (SELECT docs_fts.rowid AS id {} \
-         ORDER BY docs_fts.rowid DESC LIMIT ?)",
-        post.tables_and_conditions(false)
-    );
-    let mut args = post.args(&expr.text, None);
-    args.push(SqlValue::Integer(upto as i64));
-    conn.prepare_cached(&sql)
-        .and_then(|mut st| {
-            st.query_row(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok((r.get::<_, i64>(0)? as usize, r.get::<_, Option<i64>>(1)?))
-            })
-        })
-        .map_err(db_err("counting matches"))
+/// Row counts of phrases, kept while the database is unchanged. FTS5 stores no document
+/// frequencies: the vocabulary table counts a word's rows by walking its whole list, several
+/// milliseconds for a word in most of 100,000 issues, and the words people search for repeat.
+#[derive(Debug, Default)]
+pub(crate) struct PhraseRows {
+    /// The database state the counts hold for: `PRAGMA data_version` (moves when another
+    /// connection commits) and this connection's total changes.
+    stamp: (i64, u64),
+    rows: HashMap<String, f64>,
+}
+
+/// Phrases remembered at most; past that the cache starts again.
+const PHRASE_CACHE: usize = 4096;
+
+impl PhraseRows {
+    fn get(&mut self, conn: &Connection, phrase: &str) -> Result<f64, WorkspaceError> {
+        let version: i64 = conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(db_err("reading the data version"))?;
+        let stamp = (version, conn.total_changes());
+        if stamp != self.stamp || self.rows.len() >= PHRASE_CACHE {
+            self.rows.clear();
+            self.stamp = stamp;
+        }
+        if let Some(&n) = self.rows.get(phrase) {
+            return Ok(n);
+        }
+        let n = phrase_rows(conn, phrase)?;
+        self.rows.insert(phrase.to_string(), n);
+        Ok(n)
+    }
 }
 
 /// How many rows hold each phrase, from the index's vocabulary. A phrase of several words is
@@ -452,27 +497,30 @@ fn plan(
     clauses: &[Clause],
     facets: &[Vec<Phrase>],
     post: &PostFilter,
-    needed: usize,
-) -> Result<Plan, WorkspaceError> {
+    window: usize,
+) -> Result<(Expr, Scope), WorkspaceError> {
     let all: Vec<&Clause> = clauses.iter().collect();
     let any = Expr::new(&all, " OR ", facets);
-    let whole = |expr: Expr| Plan {
-        expr,
-        min_rowid: None,
-        note: None,
-    };
     // Bounds from the vocabulary first: no query at all for most searches.
     let words_bound: f64 = clauses.iter().map(Clause::rows).sum();
     let facet_bound = facets
         .iter()
         .map(|f| f.iter().map(|p| p.rows).sum::<f64>())
         .fold(f64::INFINITY, f64::min);
-    if words_bound.min(facet_bound) <= RANK_ROWS as f64 {
-        return Ok(whole(any));
+    if words_bound.min(facet_bound) <= window as f64 {
+        return Ok((any, Scope::Whole));
     }
-    let (matches, oldest) = newest(conn, &any, post, RANK_ROWS)?;
-    if matches < RANK_ROWS {
-        return Ok(whole(any));
+    // Unfiltered, one word alone in too many rows settles it (a one-word phrase's count is
+    // exact); filtered, count.
+    let surely_many = facets.is_empty()
+        && post.is_empty()
+        && clauses.iter().any(|c| {
+            c.phrases
+                .iter()
+                .any(|p| !p.quoted.contains(' ') && p.rows >= window as f64)
+        });
+    if !surely_many && count_upto(conn, &any, post, window)? < window {
+        return Ok((any, Scope::Whole));
     }
 
     let mut by_rows = all.clone();
@@ -480,52 +528,128 @@ fn plan(
     let mut rare: Vec<&Clause> = Vec::new();
     let mut total = 0.0;
     for c in &by_rows {
-        if total + c.rows() > RANK_ROWS as f64 {
+        if total + c.rows() > window as f64 {
             break;
         }
         total += c.rows();
         rare.push(c);
     }
-    if !rare.is_empty() {
-        let expr = Expr::narrowed(&rare, &all, facets);
-        if count_upto(conn, &expr, post, needed)? >= needed {
-            return Ok(whole(expr));
-        }
-    }
-    let common: Vec<&str> = by_rows
+    let common: Vec<String> = by_rows
         .iter()
         .filter(|c| !rare.contains(c))
-        .map(|c| c.word.as_str())
+        .map(|c| c.word.clone())
         .collect();
-    if all.len() > 1 {
-        let every = Expr::new(&all, " AND ", facets);
-        let (n, oldest_of_every) = newest(conn, &every, post, RANK_ROWS)?;
-        if n >= needed {
-            let windowed = n >= RANK_ROWS;
-            return Ok(Plan {
-                expr: every,
-                min_rowid: oldest_of_every.filter(|_| windowed),
-                note: Some(format!(
-                    "every word is very common ({}): ranked only {}results that have all of them",
-                    common.join(", "),
-                    if windowed {
-                        format!("the newest {RANK_ROWS} ")
-                    } else {
-                        String::new()
-                    }
-                )),
-            });
-        }
+    if !rare.is_empty() {
+        return Ok((
+            Expr::narrowed(&rare, &all, facets),
+            Scope::Narrowed {
+                rare: rare.iter().map(|c| c.word.clone()).collect(),
+                common,
+            },
+        ));
     }
-    Ok(Plan {
-        expr: any,
-        min_rowid: oldest,
-        note: Some(format!(
-            "the words are very common ({}): ranked only the newest {RANK_ROWS} matches; \
-             add rarer words or filters to reach older ones",
-            common.join(", ")
-        )),
-    })
+    if all.len() > 1 {
+        return Ok((Expr::new(&all, " AND ", facets), Scope::Every { common }));
+    }
+    Ok((any, Scope::Newest { common }))
+}
+
+/// A page of ranked matches as read from the database, before snippets.
+type RawHit = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    f64,
+    String,
+);
+
+/// Ranks the matches of `expr` and reads the page's rows. With a window: only the newest
+/// that many matches, in one pass (FTS5 walks them newest first and stops there), and says how
+/// many were ranked (when the page is not empty). Ranking happens on rowids alone: SQLite's
+/// sorter would otherwise carry every match's text.
+fn rank_page(
+    conn: &Connection,
+    expr: &Expr,
+    post: &PostFilter,
+    window: Option<usize>,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<RawHit>, Option<usize>), WorkspaceError> {
+    let row_args = vec!["?"; expr.rows.len()].join(", ");
+    let score = format!(
+        "{}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args})",
+        rank::RANK_FUNCTION
+    );
+    let matches = post.tables_and_conditions();
+    // Unwindowed, SQLite keeps only the best `limit` while scanning; windowed, the window is
+    // kept to be counted as well.
+    let top = if window.is_some() {
+        format!(
+            "m AS MATERIALIZED (SELECT docs_fts.rowid AS id, {score} AS score {matches}
+                                ORDER BY docs_fts.rowid DESC LIMIT ?),
+             top AS (SELECT id, score FROM m ORDER BY score LIMIT ? OFFSET ?)"
+        )
+    } else {
+        format!(
+            "top AS (SELECT docs_fts.rowid AS id, {score} AS score {matches}
+                     ORDER BY score LIMIT ? OFFSET ?)"
+        )
+    };
+    let ranked_sql = if window.is_some() {
+        "(SELECT count(*) FROM m)"
+    } else {
+        "-1"
+    };
+    let sql = format!(
+        "WITH {top}
+         SELECT docs.kind, repos.name, docs.title, docs.path, docs.line, docs.number,
+                docs.comment_id, docs.hash, docs.state, docs.author, docs.time, top.score,
+                docs.body, {ranked_sql}
+         FROM top JOIN docs ON docs.id = top.id JOIN repos ON repos.id = docs.repo_id
+         ORDER BY top.score"
+    );
+    let mut args: Vec<SqlValue> = expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
+    args.extend(post.args(&expr.text));
+    if let Some(w) = window {
+        args.push(SqlValue::Integer(w as i64));
+    }
+    args.push(SqlValue::Integer(limit as i64));
+    args.push(SqlValue::Integer(offset as i64));
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(db_err("preparing a search"))?;
+    let mut ranked = None;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            ranked = usize::try_from(r.get::<_, i64>(13)?).ok();
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+                r.get(9)?,
+                r.get(10)?,
+                r.get(11)?,
+                r.get(12)?,
+            ))
+        })
+        .map_err(db_err("searching"))?
+        .collect::<Result<Vec<RawHit>, _>>()
+        .map_err(db_err("searching"))?;
+    Ok((rows, ranked))
 }
 
 /// The words of a query, lowercased, to locate and mark the matches in a unit's text; with
@@ -575,8 +699,9 @@ impl Workspace {
             .map(|r| r.id);
 
         let conn = self.conn();
-        let facet = |token: String| -> Result<Phrase, WorkspaceError> {
-            let rows = phrase_rows(&conn, &token)?;
+        let mut cache = self.phrase_rows.lock().unwrap_or_else(|e| e.into_inner());
+        let mut facet = |token: String| -> Result<Phrase, WorkspaceError> {
+            let rows = cache.get(&conn, &token)?;
             Ok(Phrase {
                 quoted: format!("\"{token}\""),
                 rows,
@@ -600,59 +725,38 @@ impl Workspace {
             let mut ps = Vec::with_capacity(phrases.len());
             for p in phrases {
                 ps.push(Phrase {
-                    rows: phrase_rows(&conn, &p)?,
+                    rows: cache.get(&conn, &p)?,
                     quoted: format!("\"{p}\""),
                 });
             }
             clauses.push(Clause { word, phrases: ps });
         }
         let post = PostFilter::from_query(q);
-        let plan = plan(&conn, &clauses, &facets, &post, q.offset + limit + 1)?;
-
-        // Rank first, on rowids alone, then read the page's rows: SQLite's sorter would
-        // otherwise carry every match's text.
-        let row_args = vec!["?"; plan.expr.rows.len()].join(", ");
-        let sql = format!(
-            "WITH top AS (
-                SELECT docs_fts.rowid AS id,
-                       {}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args}) AS score
-                {} ORDER BY score LIMIT ? OFFSET ?)
-             SELECT docs.kind, repos.name, docs.title, docs.path, docs.line, docs.number,
-                    docs.comment_id, docs.hash, docs.state, docs.author, docs.time, top.score,
-                    docs.body
-             FROM top JOIN docs ON docs.id = top.id JOIN repos ON repos.id = docs.repo_id
-             ORDER BY top.score",
-            rank::RANK_FUNCTION,
-            post.tables_and_conditions(plan.min_rowid.is_some())
-        );
-        let mut args: Vec<SqlValue> = plan.expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
-        args.extend(post.args(&plan.expr.text, plan.min_rowid));
-        args.push(SqlValue::Integer(limit as i64 + 1));
-        args.push(SqlValue::Integer(q.offset as i64));
+        let needed = q.offset + limit + 1;
+        let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
+        let (expr, mut scope) = plan(&conn, &clauses, &facets, &post, window)?;
+        let windowed = matches!(scope, Scope::Every { .. } | Scope::Newest { .. });
+        let (mut rows, mut ranked) = rank_page(
+            &conn,
+            &expr,
+            &post,
+            windowed.then_some(window),
+            limit + 1,
+            q.offset,
+        )?;
+        if let Scope::Every { common } = &scope {
+            if ranked.unwrap_or(0) < needed {
+                // Too few rows have every word: the newest with any of them instead.
+                let all: Vec<&Clause> = clauses.iter().collect();
+                let any = Expr::new(&all, " OR ", &facets);
+                scope = Scope::Newest {
+                    common: common.clone(),
+                };
+                (rows, ranked) = rank_page(&conn, &any, &post, Some(window), limit + 1, q.offset)?;
+            }
+        }
 
         let needles = needles(&q.text);
-        let mut stmt = conn
-            .prepare_cached(&sql)
-            .map_err(db_err("preparing a search"))?;
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<i64>>(4)?,
-                    r.get::<_, Option<i64>>(5)?,
-                    r.get::<_, Option<i64>>(6)?,
-                    r.get::<_, Option<String>>(7)?,
-                    r.get::<_, Option<String>>(8)?,
-                    r.get::<_, Option<String>>(9)?,
-                    r.get::<_, Option<i64>>(10)?,
-                    r.get::<_, f64>(11)?,
-                    r.get::<_, String>(12)?,
-                ))
-            })
-            .map_err(db_err("searching"))?;
         let mut hits = Vec::new();
         for row in rows {
             let (
@@ -669,7 +773,7 @@ impl Workspace {
                 time,
                 score,
                 body,
-            ) = row.map_err(db_err("searching"))?;
+            ) = row;
             let kind = Kind::parse(&kind)?;
             // For code and documents: the line of the first match within the unit, and the
             // snippet is that line and the two after it. Elsewhere words around the first
@@ -703,7 +807,7 @@ impl Workspace {
         Ok(SearchPage {
             hits,
             next_offset,
-            note: plan.note,
+            note: scope.note(ranked.unwrap_or(0), window, next_offset.is_none()),
         })
     }
 }
@@ -897,5 +1001,141 @@ mod tests {
         let body = "fn main() {\n    let a = 1;\n    parse_args(a);\n}";
         assert_eq!(first_matching_line(body, &needles("parse_args")), 2);
         assert_eq!(first_matching_line(body, &needles("nothing")), 0);
+    }
+
+    /// Issues 1..=n, opened a minute apart, imported as GitHub REST JSON into `o/r`, listed
+    /// newest first as `gh api` does: every body has "wallet sync crash"; issues in `keypool`
+    /// also say "keypool"; closed when n % 3 == 0, labelled "bug" when even and "GUI" when odd,
+    /// by user{n % 5}.
+    fn imported(n: u64, keypool: &[u64]) -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let items: Vec<serde_json::Value> = (1..=n)
+            .rev()
+            .map(|i| {
+                let opened = format!("2024-01-01T{:02}:{:02}:00Z", i / 60, i % 60);
+                let extra = if keypool.contains(&i) { " keypool" } else { "" };
+                serde_json::json!({
+                    "number": i, "title": format!("Report {i}"),
+                    "body": format!("wallet sync crash{extra}"),
+                    "state": if i % 3 == 0 { "closed" } else { "open" },
+                    "user": {"login": format!("user{}", i % 5)},
+                    "labels": [{"name": if i % 2 == 0 { "bug" } else { "GUI" }}],
+                    "created_at": opened, "updated_at": opened,
+                })
+            })
+            .collect();
+        let file = dir.path().join("issues.json");
+        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
+        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
+        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        (dir, ws)
+    }
+
+    fn numbers(page: &SearchPage) -> Vec<i64> {
+        page.hits.iter().filter_map(|h| h.number).collect()
+    }
+
+    fn query(text: &str) -> SearchQuery {
+        SearchQuery {
+            text: text.into(),
+            limit: 10,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn words_in_too_many_rows_rank_a_part_and_the_page_says_which() {
+        let (_dir, ws) = imported(200, &[7, 90, 120]);
+        let ws = ws;
+        // Within the window everything is ranked and nothing needs saying.
+        let page = ws.search(&query("wallet")).unwrap();
+        assert_eq!(page.hits.len(), 10);
+        assert_eq!(page.note, None);
+
+        ws.rank_rows.store(50, std::sync::atomic::Ordering::Relaxed);
+        // A rare word narrows the ranking to its rows, old ones included.
+        let page = ws.search(&query("wallet keypool")).unwrap();
+        let mut found = numbers(&page);
+        found.sort();
+        assert_eq!(found, vec![7, 90, 120]);
+        let note = page.note.unwrap();
+        assert!(
+            note.contains("keypool") && note.contains("wallet"),
+            "{note}"
+        );
+
+        // Every word common: the newest rows with all of them, and the page says so.
+        let page = ws.search(&query("wallet sync")).unwrap();
+        assert_eq!(page.hits.len(), 10);
+        assert!(numbers(&page).iter().all(|&n| n > 150), "{page:?}");
+        let note = page.note.unwrap();
+        assert!(
+            note.contains("newest 50") && note.contains("all of them"),
+            "{note}"
+        );
+
+        // One common word: the newest matches.
+        let page = ws.search(&query("crash")).unwrap();
+        assert_eq!(page.hits.len(), 10);
+        assert!(numbers(&page).iter().all(|&n| n > 150), "{page:?}");
+        assert!(page.note.unwrap().contains("newest 50 matches"));
+        // A filter that leaves few rows ranks them all again.
+        let page = ws
+            .search(&SearchQuery {
+                author: Some("user1".into()),
+                label: Some("bug".into()),
+                ..query("crash")
+            })
+            .unwrap();
+        assert_eq!(page.note, None);
+        assert_eq!(page.hits.len(), 10);
+        assert!(numbers(&page).iter().all(|&n| n % 10 == 6), "{page:?}");
+    }
+
+    #[test]
+    fn filters_select_exactly_the_matching_items() {
+        let (_dir, ws) = imported(200, &[]);
+        let page = ws
+            .search(&SearchQuery {
+                state: Some("closed".into()),
+                label: Some("gui".into()),
+                author: Some("USER1".into()),
+                kinds: vec![Kind::Issue],
+                repo: Some("o/r".into()),
+                ..query("crash")
+            })
+            .unwrap();
+        let mut found = numbers(&page);
+        found.sort();
+        // Closed (n % 3 == 0), odd, and n % 5 == 1.
+        assert_eq!(found, vec![21, 51, 81, 111, 141, 171]);
+        assert!(page
+            .hits
+            .iter()
+            .all(|h| h.state.as_deref() == Some("closed")));
+        for kind in [Kind::Pr, Kind::Code, Kind::Commit] {
+            let page = ws
+                .search(&SearchQuery {
+                    kinds: vec![kind],
+                    ..query("crash")
+                })
+                .unwrap();
+            assert!(page.hits.is_empty(), "{kind:?}: {page:?}");
+        }
+    }
+
+    #[test]
+    fn query_words_never_match_the_filter_tokens() {
+        let (_dir, ws) = imported(20, &[]);
+        assert_eq!(ws.search(&query("crash")).unwrap().hits.len(), 10);
+        for word in [
+            facet_token('t', "closed"),
+            facet_token('h', "user1"),
+            facet_token('k', "issue"),
+            "r1".to_string(),
+        ] {
+            let page = ws.search(&query(&word)).unwrap();
+            assert!(page.hits.is_empty(), "{word}: {page:?}");
+        }
     }
 }
