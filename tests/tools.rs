@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use burrow::tools::workspace::workspace_tools;
+use burrow::tools::all_tools;
 use burrow::tools::{ToolError, ToolRegistry};
 use burrow::workspace::Workspace;
 use serde_json::json;
@@ -106,7 +106,7 @@ fn fixture() -> Fixture {
     .unwrap()
     .trim()
     .to_string();
-    let tools = workspace_tools(ws).unwrap();
+    let tools = all_tools(ws).unwrap();
     Fixture {
         _dir: dir,
         tools,
@@ -145,12 +145,19 @@ fn every_tool_is_registered_with_a_description_and_a_grammar_ready_schema() {
         "get_pull_request",
         "list_members",
         "who_changed",
+        "calculate",
     ] {
         assert!(names.contains(&n.to_string()), "{n} missing");
         let spec = f.tools.spec(n).unwrap();
         assert!(spec.description.len() > 20, "{n}: {:?}", spec.description);
         assert_eq!(spec.parameters["type"], "object", "{n}");
     }
+    // Arithmetic through the registry, as the agent will call it (issue 4: `calculate`).
+    let out = f
+        .tools
+        .call("calculate", serde_json::json!({"expression": "0.1 + 0.2"}))
+        .unwrap();
+    assert_eq!(out.text, "0.1 + 0.2 = 0.3");
 }
 
 #[test]

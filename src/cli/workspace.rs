@@ -321,7 +321,7 @@ pub struct ToolArgs {
 /// Runs one agent tool and prints what the model would see.
 pub fn tool(home: &BurrowHome, args: ToolArgs) -> Result<ExitCode> {
     let ws = std::sync::Arc::new(Workspace::open(home)?);
-    let registry = burrow::tools::workspace::workspace_tools(ws)?;
+    let registry = burrow::tools::all_tools(ws)?;
     if args.list {
         let specs = registry.specs();
         if args.json {

@@ -2,9 +2,11 @@
 //! comments are what the model reads (turned into a JSON Schema); types are erased only at the
 //! registry, where the agent finds tools by name and calls them with JSON arguments.
 //!
-//! Every tool here is read-only: it reads the workspace index and the indexed files, and never
-//! writes, deletes or executes anything.
+//! Every tool here is read-only: the workspace tools read the index and the indexed files, and
+//! `calculate` evaluates arithmetic and touches nothing. None writes, deletes or executes
+//! anything.
 
+pub mod calculate;
 pub mod workspace;
 
 use std::sync::Arc;
@@ -260,6 +262,13 @@ impl ToolRegistry {
             ))),
         }
     }
+}
+
+/// Every tool the agent has: the workspace's, and `calculate`.
+pub fn all_tools(ws: Arc<crate::workspace::Workspace>) -> Result<ToolRegistry, RegistryError> {
+    let mut r = workspace::workspace_tools(ws)?;
+    r.register(calculate::Calculate)?;
+    Ok(r)
 }
 
 #[cfg(test)]
