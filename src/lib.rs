@@ -2,6 +2,7 @@
 //! and issues (`workspace`), and the tools the agent uses over it (`tools`). The desktop shell and
 //! the CLI are thin layers over this crate.
 
+pub mod agent;
 pub mod config;
 pub mod llm;
 pub mod tools;

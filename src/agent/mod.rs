@@ -1,0 +1,3 @@
+//! The ReAct agent: the loop that reasons and acts over the tools with a local model.
+
+pub mod todo;
