@@ -1,3 +1,4 @@
 //! The ReAct agent: the loop that reasons and acts over the tools with a local model.
 
+pub mod protocol;
 pub mod todo;

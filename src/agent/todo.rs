@@ -543,7 +543,14 @@ mod tests {
         }
         let spec = crate::tools::spec_for::<TodoPatch>("todo_patch");
         let text = spec.parameters.to_string();
-        for op in ["replace", "add", "update", "remove", "in_progress", "item_id"] {
+        for op in [
+            "replace",
+            "add",
+            "update",
+            "remove",
+            "in_progress",
+            "item_id",
+        ] {
             assert!(text.contains(op), "{op} missing from {text}");
         }
     }
