@@ -61,6 +61,11 @@ enum Command {
     Search(cli::workspace::SearchArgs),
     /// Run one of the agent's tools and print what the model would see.
     Tool(cli::workspace::ToolArgs),
+    /// The agent's runs, kept with every step.
+    Runs {
+        #[command(subcommand)]
+        command: cli::runs::RunsCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -237,6 +242,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Workspace { command } => cli::workspace::run(&home, command),
         Command::Search(args) => cli::workspace::search(&home, args),
         Command::Tool(args) => cli::workspace::tool(&home, args),
+        Command::Runs { command } => cli::runs::run(&home, command),
     }
 }
 

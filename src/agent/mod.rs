@@ -1,4 +1,6 @@
 //! The ReAct agent: the loop that reasons and acts over the tools with a local model.
 
 pub mod protocol;
+pub mod record;
+pub mod store;
 pub mod todo;

@@ -1,1 +1,2 @@
+pub mod runs;
 pub mod workspace;

@@ -69,16 +69,29 @@ pub struct IndexReport {
     pub warnings: Vec<String>,
 }
 
-/// An exclusive lock on one repository's indexing, across processes (`flock`): a second run
-/// waits for the first. The kernel drops it when the process dies, so a killed run never leaves
-/// a stale lock.
-struct RepoLock {
+/// An exclusive lock across processes (`flock` on a file under `locks/` beside the database):
+/// one repository's indexing (a second run waits for the first), or a running agent run (so a
+/// later process can tell a run whose process died from one still going). The kernel drops it
+/// when the process dies, so a killed process never leaves a stale lock.
+pub(crate) struct FileLock {
     /// Held, not read: closing the file releases the lock.
     _file: std::fs::File,
 }
 
-impl RepoLock {
-    fn acquire(db_path: &Path, key: &str) -> Result<Self, WorkspaceError> {
+impl FileLock {
+    /// Waits for the lock.
+    pub(crate) fn acquire(db_path: &Path, key: &str) -> Result<Self, WorkspaceError> {
+        // A waiting flock never reports the lock as held; if it did, say so rather than panic.
+        Self::lock(db_path, key, true)?
+            .ok_or_else(|| WorkspaceError::Refused(format!("the lock {key} is held elsewhere")))
+    }
+
+    /// Takes the lock if no one holds it.
+    pub(crate) fn try_acquire(db_path: &Path, key: &str) -> Result<Option<Self>, WorkspaceError> {
+        Self::lock(db_path, key, false)
+    }
+
+    fn lock(db_path: &Path, key: &str, wait: bool) -> Result<Option<Self>, WorkspaceError> {
         let dir = db_path
             .parent()
             .map(|d| d.join("locks"))
@@ -100,19 +113,26 @@ impl RepoLock {
         #[cfg(unix)]
         {
             use std::os::fd::AsRawFd;
+            let op = if wait {
+                libc::LOCK_EX
+            } else {
+                libc::LOCK_EX | libc::LOCK_NB
+            };
             loop {
                 // SAFETY: flock on a descriptor we own.
-                let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+                let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
                 if rc == 0 {
                     break;
                 }
                 let err = std::io::Error::last_os_error();
-                if err.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(WorkspaceError::Io { path, source: err });
+                match err.kind() {
+                    std::io::ErrorKind::Interrupted => continue,
+                    std::io::ErrorKind::WouldBlock => return Ok(None),
+                    _ => return Err(WorkspaceError::Io { path, source: err }),
                 }
             }
         }
-        Ok(RepoLock { _file: file })
+        Ok(Some(FileLock { _file: file }))
     }
 }
 
@@ -161,7 +181,7 @@ impl Workspace {
                 repo.name
             )));
         };
-        let _lock = RepoLock::acquire(&self.db_path, &format!("repo-{}", repo.id))?;
+        let _lock = FileLock::acquire(&self.db_path, &format!("repo-{}", repo.id))?;
         let started = Instant::now();
         let mut conn = self.connect()?;
         set_status(&conn, repo.id, "indexing", None)?;
@@ -190,7 +210,7 @@ impl Workspace {
     ) -> Result<IndexReport, WorkspaceError> {
         let started = Instant::now();
         check_slug(slug)?;
-        let _lock = RepoLock::acquire(
+        let _lock = FileLock::acquire(
             &self.db_path,
             &format!("import-{}", slug.replace('/', "--")),
         )?;

@@ -1,0 +1,120 @@
+//! `burrow runs`: the agent runs kept in the workspace database.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Subcommand;
+
+use burrow::agent::record::RunRecord;
+use burrow::config::BurrowHome;
+use burrow::workspace::Workspace;
+
+#[derive(Subcommand)]
+pub enum RunsCommand {
+    /// The newest runs, one line each.
+    List {
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One run with every step.
+    Show {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(home: &BurrowHome, command: RunsCommand) -> Result<ExitCode> {
+    let ws = Workspace::open(home)?;
+    // Runs left marked running by a process that died are interrupted, whoever looks first.
+    ws.interrupt_orphaned_runs()
+        .context("checking for interrupted runs")?;
+    match command {
+        RunsCommand::List { limit, json } => {
+            let runs = ws.runs(limit)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&runs)?);
+            } else if runs.is_empty() {
+                println!("No runs yet. Start one with: burrow ask \"...\"");
+            } else {
+                for r in &runs {
+                    println!("{}", one_line(r));
+                }
+            }
+        }
+        RunsCommand::Show { id, json } => {
+            let r = ws.run(id)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print_run(&r);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn when(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+fn one_line(r: &RunRecord) -> String {
+    let task: String = r.task.chars().take(70).collect();
+    format!(
+        "{:>5}  {}  {:<11}  {:<11}  {}",
+        r.id,
+        when(r.started_at),
+        r.status.as_str(),
+        r.protocol,
+        task
+    )
+}
+
+fn print_run(r: &RunRecord) {
+    println!(
+        "run {} [{}] {} {}, started {}",
+        r.id,
+        r.status.as_str(),
+        r.protocol,
+        r.model.as_deref().unwrap_or("(default model)"),
+        when(r.started_at)
+    );
+    println!("task: {}", r.task);
+    for s in &r.steps {
+        println!(
+            "\nstep {} ({} prompt tokens, {} reused; first token {:.0} ms, decode {:.0} ms, tool {:.0} ms)",
+            s.index, s.prompt_tokens, s.cached_tokens, s.ttft_ms, s.decode_ms, s.tool_ms
+        );
+        if !s.thought.is_empty() {
+            println!("  thought: {}", s.thought);
+        }
+        if let Some(a) = &s.action {
+            println!(
+                "  action: {} {}",
+                a.tool,
+                serde_json::Value::Object(a.args.clone())
+            );
+        }
+        if let Some(o) = &s.observation {
+            for line in o.lines().take(12) {
+                println!("  | {line}");
+            }
+        }
+        if let Some(e) = &s.error {
+            println!("  error: {e}");
+        }
+        if let Some(f) = &s.final_answer {
+            println!("  final: {f}");
+        }
+    }
+    if let Some(f) = &r.final_answer {
+        println!("\nfinal answer: {f}");
+    }
+    if let Some(e) = &r.error {
+        println!("\nerror: {e}");
+    }
+}
