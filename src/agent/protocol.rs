@@ -4,6 +4,9 @@
 //! around the JSON, single quotes, trailing commas, Python's `True`/`None`. What still cannot
 //! be read becomes a `ParseError` that tells the model what was wrong and shows the expected
 //! format.
+//!
+//! Generation stops at `Protocol::stop_strings`, found in the streamed text by
+//! `llm::stream::StopMatcher`.
 
 use serde_json::{Map, Value};
 
@@ -66,6 +69,16 @@ impl Protocol {
             Protocol::ToolCalls => {
                 r#"a tool call: <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>; answer with the final_answer tool"#
             }
+        }
+    }
+
+    /// Where generation stops: `text` ends a step before the model writes an observation
+    /// itself (the others end at the end of their JSON or tool call, which the grammar or the
+    /// end-of-turn token marks).
+    pub fn stop_strings(self) -> &'static [&'static str] {
+        match self {
+            Protocol::Text => &["\nObservation:", "Observation:"],
+            _ => &[],
         }
     }
 
@@ -527,63 +540,6 @@ fn parse_tool_calls(output: &str) -> Result<Step, String> {
     })
 }
 
-/// Finds a stop string in text that arrives in pieces, where the stop string itself may be cut
-/// between two pieces: text that could be the start of it is held back until the next piece
-/// says whether it is.
-#[derive(Debug, Clone)]
-pub struct StopScanner {
-    stop: String,
-    held: String,
-    stopped: bool,
-}
-
-impl StopScanner {
-    pub fn new(stop: impl Into<String>) -> Self {
-        StopScanner {
-            stop: stop.into(),
-            held: String::new(),
-            stopped: false,
-        }
-    }
-
-    /// Takes a piece; returns the text that is surely before the stop string. After the stop
-    /// string is seen, returns nothing more.
-    pub fn push(&mut self, piece: &str) -> String {
-        if self.stopped {
-            return String::new();
-        }
-        self.held.push_str(piece);
-        if let Some(at) = self.held.find(&self.stop) {
-            self.stopped = true;
-            let out = self.held[..at].to_string();
-            self.held.clear();
-            return out;
-        }
-        // Hold back the longest tail that is a start of the stop string.
-        let keep = (1..self.stop.len().min(self.held.len() + 1))
-            .rev()
-            .find(|&n| {
-                self.held.is_char_boundary(self.held.len() - n)
-                    && self.stop.is_char_boundary(n)
-                    && self.held.ends_with(&self.stop[..n])
-            })
-            .unwrap_or(0);
-        let cut = self.held.len() - keep;
-        let out = self.held[..cut].to_string();
-        self.held.drain(..cut);
-        out
-    }
-
-    pub fn stopped(&self) -> bool {
-        self.stopped
-    }
-
-    /// The end of the text: what was held back was not the stop string after all.
-    pub fn finish(&mut self) -> String {
-        std::mem::take(&mut self.held)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -746,28 +702,35 @@ mod tests {
     }
 
     #[test]
-    fn the_stop_string_is_found_however_the_text_is_cut() {
+    fn a_text_step_stops_before_an_observation_however_the_stream_is_cut() {
+        use crate::llm::stream::StopMatcher;
         let text = "Thought: x\nAction: search\nArgs: {\"query\": \"Observ\"}\nObservation: fake";
-        let want = "Thought: x\nAction: search\nArgs: {\"query\": \"Observ\"}\n";
+        let stops: Vec<String> = Protocol::Text
+            .stop_strings()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         for cut in 0..=text.len() {
             for second in cut..=text.len() {
-                let mut s = StopScanner::new("Observation:");
-                let mut out = s.push(&text[..cut]);
-                out += &s.push(&text[cut..second]);
-                out += &s.push(&text[second..]);
-                assert!(s.stopped(), "{cut} {second}");
-                out += &s.finish();
-                assert_eq!(out, want, "cut at {cut} and {second}");
+                let mut m = StopMatcher::new(&stops);
+                let mut out = String::new();
+                let mut stopped = false;
+                for piece in [&text[..cut], &text[cut..second], &text[second..]] {
+                    if stopped {
+                        break;
+                    }
+                    let step = m.push(piece);
+                    out += &step.emit;
+                    stopped = step.stopped.is_some();
+                }
+                assert!(stopped, "cut at {cut} and {second}");
+                let step = Protocol::Text.parse(&out).unwrap();
+                assert_eq!(
+                    step.decision,
+                    act("search", json!({"query": "Observ"})),
+                    "cut at {cut} and {second}"
+                );
             }
         }
-        // Held-back text that was not the stop string comes out at the end.
-        let mut s = StopScanner::new("Observation:");
-        let mut out = s.push("ends with Obs");
-        assert!(!s.stopped());
-        out += &s.finish();
-        assert_eq!(out, "ends with Obs");
-        // A stop string of multibyte characters is held back on character boundaries.
-        let mut s = StopScanner::new("Ω:");
-        assert_eq!(s.push("aΩ") + &s.push(":b"), "a");
     }
 }

@@ -63,6 +63,20 @@ impl Grammar {
         }
     }
 
+    /// Whether the grammar accepts `text` whole, checked byte by byte without a model (for
+    /// tests of generated grammars).
+    #[cfg(test)]
+    pub(crate) fn accepts(&self, text: &str) -> Result<bool, GrammarError> {
+        let factory = offline_factory()?;
+        let mut matcher = self.compile(factory)?;
+        let tokens = factory.tok_env().tokenize_bytes(text.as_bytes());
+        let fail = |e: anyhow::Error| GrammarError::Constraint {
+            reason: e.to_string(),
+        };
+        let consumed = matcher.try_consume_tokens(&tokens).map_err(fail)?;
+        Ok(consumed == tokens.len() && matcher.is_accepting().map_err(fail)?)
+    }
+
     /// The grammar as GBNF, for llama.cpp's sampler: GBNF as is (validated), JSON Schema
     /// converted. Lark has no GBNF form.
     pub fn to_gbnf(&self) -> Result<String, GrammarError> {

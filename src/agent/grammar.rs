@@ -1,0 +1,411 @@
+//! The grammar each step is decoded under: built from the protocol and the tools active at that
+//! step, so the tool name is one of them, its arguments follow that tool's JSON Schema, and the
+//! final form appears only where it is allowed. JSON protocols get a JSON Schema (a `oneOf` with
+//! one branch per tool); `text` and `tool-calls` get a Lark grammar with the arguments as
+//! embedded JSON schemas.
+
+use serde_json::{json, Value};
+
+use super::protocol::Protocol;
+use super::todo::TodoPatch;
+use crate::llm::grammar::{Grammar, GrammarError};
+use crate::tools::{spec_for, ToolSpec};
+
+/// What a step may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepShape {
+    /// The final-answer form is offered (it is not while the plan forbids it, for instance).
+    pub allow_final: bool,
+    /// `json-typed` steps may carry a `todo_patch`.
+    pub todo_patch: bool,
+}
+
+/// The grammar of one step. For `tool-calls` the final answer is the `final_answer` tool, so
+/// `tools` decides it there.
+pub fn step_grammar(
+    protocol: Protocol,
+    tools: &[ToolSpec],
+    shape: StepShape,
+) -> Result<Grammar, GrammarError> {
+    if tools.is_empty() && !(shape.allow_final && protocol != Protocol::ToolCalls) {
+        return Err(GrammarError::Invalid {
+            kind: "step grammar",
+            reason: "no tool is active and no final answer is allowed: the step could be nothing"
+                .into(),
+        });
+    }
+    let grammar = match protocol {
+        Protocol::JsonTyped => Grammar::JsonSchema(json_typed(tools, shape)),
+        Protocol::JsonAction => Grammar::JsonSchema(json_action(tools, shape)),
+        Protocol::JsonFinish => Grammar::JsonSchema(json_finish(tools, shape)),
+        Protocol::Text => Grammar::Lark(text(tools, shape)?),
+        Protocol::ToolCalls => Grammar::Lark(tool_calls(tools)?),
+    };
+    Ok(grammar)
+}
+
+fn object(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
+    let mut props = serde_json::Map::new();
+    for (k, v) in properties {
+        props.insert(k.to_string(), v);
+    }
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn one_of(branches: Vec<Value>) -> Value {
+    if branches.len() == 1 {
+        branches.into_iter().next().unwrap_or(Value::Null)
+    } else {
+        json!({"oneOf": branches})
+    }
+}
+
+fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
+    let patch = shape
+        .todo_patch
+        .then(|| spec_for::<TodoPatch>("todo_patch").parameters);
+    let with_patch = |mut props: Vec<(&'static str, Value)>| {
+        if let Some(p) = &patch {
+            props.push(("todo_patch", p.clone()));
+        }
+        props
+    };
+    let mut branches: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            object(
+                with_patch(vec![
+                    ("type", json!({"const": "tool"})),
+                    ("thinking", string()),
+                    ("tool_name", json!({"const": t.name})),
+                    ("tool_args", t.parameters.clone()),
+                ]),
+                &["type", "thinking", "tool_name", "tool_args"],
+            )
+        })
+        .collect();
+    if shape.allow_final {
+        branches.push(object(
+            with_patch(vec![
+                ("type", json!({"const": "final"})),
+                ("thinking", string()),
+                ("final", string()),
+            ]),
+            &["type", "thinking", "final"],
+        ));
+    }
+    one_of(branches)
+}
+
+fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
+    let mut branches: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            object(
+                vec![
+                    ("thought", string()),
+                    (
+                        "action",
+                        object(
+                            vec![
+                                ("name", json!({"const": t.name})),
+                                ("arguments", t.parameters.clone()),
+                            ],
+                            &["name", "arguments"],
+                        ),
+                    ),
+                ],
+                &["thought", "action"],
+            )
+        })
+        .collect();
+    if shape.allow_final {
+        branches.push(object(
+            vec![("thought", string()), ("answer", string())],
+            &["thought", "answer"],
+        ));
+    }
+    one_of(branches)
+}
+
+/// `args` is a JSON object written inside a string, which a grammar over the outer JSON cannot
+/// see into: its content is checked when the step is parsed, and a mistake goes back to the
+/// model as an observation.
+fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
+    let mut branches: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            object(
+                vec![
+                    ("thought", string()),
+                    ("action", json!({"const": t.name})),
+                    ("args", string()),
+                ],
+                &["thought", "action", "args"],
+            )
+        })
+        .collect();
+    if shape.allow_final {
+        branches.push(object(
+            vec![
+                ("thought", string()),
+                ("action", json!({"const": "FINISH"})),
+                ("final_answer", string()),
+                ("task_successful", json!({"type": "boolean"})),
+            ],
+            &["thought", "action", "final_answer", "task_successful"],
+        ));
+    }
+    one_of(branches)
+}
+
+/// A JSON schema embedded in Lark. The schema text is JSON, which Lark's `%json` reads as is.
+fn lark_json(schema: &Value) -> Result<String, GrammarError> {
+    serde_json::to_string(schema).map_err(|e| GrammarError::Invalid {
+        kind: "step grammar",
+        reason: format!("a tool schema cannot be written: {e}"),
+    })
+}
+
+/// A Lark string literal.
+fn lark_literal(s: &str) -> String {
+    let escaped: String = s
+        .chars()
+        .flat_map(|c| match c {
+            '"' => vec!['\\', '"'],
+            '\\' => vec!['\\', '\\'],
+            '\n' => vec!['\\', 'n'],
+            c => vec![c],
+        })
+        .collect();
+    format!("\"{escaped}\"")
+}
+
+/// One line of thought, then an action with its arguments or a final answer.
+fn text(tools: &[ToolSpec], shape: StepShape) -> Result<String, GrammarError> {
+    let mut g = String::from("start: \"Thought: \" THOUGHT \"\\n\" ");
+    let mut alternatives = Vec::new();
+    if !tools.is_empty() {
+        alternatives.push("action".to_string());
+    }
+    if shape.allow_final {
+        alternatives.push("final".to_string());
+    }
+    g.push_str(&format!("({})\n", alternatives.join(" | ")));
+    g.push_str("THOUGHT: /[^\\n]+/\n");
+    if !tools.is_empty() {
+        let calls: Vec<String> = (0..tools.len()).map(|i| format!("call_{i}")).collect();
+        g.push_str(&format!("action: {}\n", calls.join(" | ")));
+        for (i, t) in tools.iter().enumerate() {
+            g.push_str(&format!(
+                "call_{i}: {} args_{i}\nargs_{i}: %json {}\n",
+                lark_literal(&format!("Action: {}\nArgs: ", t.name)),
+                lark_json(&t.parameters)?
+            ));
+        }
+    }
+    if shape.allow_final {
+        g.push_str("final: \"Final Answer: \" ANSWER\nANSWER: /(.|\\n)+/\n");
+    }
+    Ok(g)
+}
+
+/// Hermes-style calls (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`), the form most
+/// tool-calling chat templates teach.
+fn tool_calls(tools: &[ToolSpec]) -> Result<String, GrammarError> {
+    let mut g = String::from("start: \"<tool_call>\\n\" call \"\\n</tool_call>\"\n");
+    let calls: Vec<String> = (0..tools.len()).map(|i| format!("call_{i}")).collect();
+    g.push_str(&format!("call: {}\n", calls.join(" | ")));
+    for (i, t) in tools.iter().enumerate() {
+        let schema = object(
+            vec![
+                ("name", json!({"const": t.name})),
+                ("arguments", t.parameters.clone()),
+            ],
+            &["name", "arguments"],
+        );
+        g.push_str(&format!("call_{i}: %json {}\n", lark_json(&schema)?));
+    }
+    Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::protocol::PROTOCOLS;
+    use crate::tools::calculate::CalculateInput;
+
+    /// Lists things.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct ListInput {
+        /// Which kind.
+        kind: Kind,
+        /// How many.
+        limit: Option<u32>,
+    }
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum Kind {
+        Issue,
+        Pr,
+    }
+
+    /// Answers.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct AnswerInput {
+        /// The answer.
+        answer: String,
+    }
+
+    fn tools() -> Vec<ToolSpec> {
+        vec![
+            spec_for::<CalculateInput>("calculate"),
+            spec_for::<ListInput>("list_things"),
+            spec_for::<AnswerInput>("final_answer"),
+        ]
+    }
+
+    #[test]
+    fn every_protocol_has_a_valid_grammar_for_every_shape() {
+        for p in PROTOCOLS {
+            for allow_final in [true, false] {
+                let g = step_grammar(
+                    p,
+                    &tools(),
+                    StepShape {
+                        allow_final,
+                        todo_patch: true,
+                    },
+                )
+                .unwrap();
+                g.validate()
+                    .unwrap_or_else(|e| panic!("{} (final {allow_final}): {e}\n{g:?}", p.as_str()));
+            }
+        }
+        // Only a final answer, no tools: fine except for tool-calls, where it is a tool.
+        let only_final = StepShape {
+            allow_final: true,
+            todo_patch: false,
+        };
+        for p in PROTOCOLS {
+            let g = step_grammar(p, &[], only_final);
+            assert_eq!(g.is_ok(), p != Protocol::ToolCalls, "{}", p.as_str());
+        }
+    }
+
+    #[test]
+    fn the_schema_names_only_active_tools_and_their_arguments() {
+        let shape = StepShape {
+            allow_final: false,
+            todo_patch: false,
+        };
+        let Grammar::JsonSchema(s) =
+            step_grammar(Protocol::JsonAction, &tools()[..2], shape).unwrap()
+        else {
+            panic!("json-action has a JSON schema");
+        };
+        let branches = s["oneOf"].as_array().unwrap();
+        assert_eq!(branches.len(), 2);
+        assert_eq!(
+            branches[0]["properties"]["action"]["properties"]["name"]["const"],
+            "calculate"
+        );
+        assert_eq!(
+            branches[1]["properties"]["action"]["properties"]["arguments"]["properties"]["kind"]
+                ["enum"],
+            json!(["issue", "pr"])
+        );
+        assert!(!s.to_string().contains("\"answer\""), "no final form: {s}");
+
+        let Grammar::Lark(g) = step_grammar(Protocol::Text, &tools()[..1], shape).unwrap() else {
+            panic!("text has a Lark grammar");
+        };
+        assert!(g.contains("Action: calculate\\nArgs: "), "{g}");
+        assert!(!g.contains("Final Answer"), "{g}");
+    }
+
+    #[test]
+    fn grammars_accept_well_formed_steps_and_nothing_else() {
+        let shape = StepShape {
+            allow_final: true,
+            todo_patch: true,
+        };
+        let cases: [(Protocol, &[&str], &[&str]); 5] = [
+            (
+                Protocol::JsonTyped,
+                &[
+                    r#"{"type": "tool", "thinking": "sum", "tool_name": "calculate", "tool_args": {"expression": "1+1"}}"#,
+                    r#"{"type": "final", "thinking": "done", "final": "2", "todo_patch": {"op": "remove", "item_id": "1", "reason": "done"}}"#,
+                ],
+                &[
+                    r#"{"type": "tool", "thinking": "x", "tool_name": "rm", "tool_args": {}}"#,
+                    r#"{"type": "tool", "thinking": "x", "tool_name": "calculate", "tool_args": {}}"#,
+                    r#"{"type": "tool", "thinking": "x", "tool_name": "list_things", "tool_args": {"kind": "commit"}}"#,
+                ],
+            ),
+            (
+                Protocol::JsonAction,
+                &[
+                    r#"{"thought": "t", "action": {"name": "list_things", "arguments": {"kind": "pr", "limit": 3}}}"#,
+                    r#"{"thought": "t", "answer": "none"}"#,
+                ],
+                &[r#"{"thought": "t", "action": {"name": "list_things", "arguments": {"limit": 3}}}"#],
+            ),
+            (
+                Protocol::JsonFinish,
+                &[
+                    r#"{"thought": "t", "action": "calculate", "args": "{\"expression\": \"2\"}"}"#,
+                    r#"{"thought": "t", "action": "FINISH", "final_answer": "2", "task_successful": true}"#,
+                ],
+                &[r#"{"thought": "t", "action": "DELETE", "args": "{}"}"#],
+            ),
+            (
+                Protocol::Text,
+                &[
+                    "Thought: add\nAction: calculate\nArgs: {\"expression\": \"1+1\"}",
+                    "Thought: done\nFinal Answer: 2\nbecause 1+1.",
+                ],
+                &[
+                    "Thought: add\nAction: shell\nArgs: {}",
+                    "Thought: add\nAction: calculate\nArgs: {}",
+                    "Action: calculate\nArgs: {\"expression\": \"1\"}",
+                ],
+            ),
+            (
+                Protocol::ToolCalls,
+                &[
+                    "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"answer\": \"none\"}}\n</tool_call>",
+                ],
+                &["<tool_call>\n{\"name\": \"calculate\", \"arguments\": {}}\n</tool_call>"],
+            ),
+        ];
+        for (p, good, bad) in cases {
+            let g = step_grammar(p, &tools(), shape).unwrap();
+            for text in good {
+                assert!(
+                    g.accepts(text).unwrap(),
+                    "{} should accept {text}",
+                    p.as_str()
+                );
+                // And what the grammar accepts, the parser reads.
+                p.parse(text)
+                    .unwrap_or_else(|e| panic!("{}: {text}: {e}", p.as_str()));
+            }
+            for text in bad {
+                assert!(
+                    !g.accepts(text).unwrap(),
+                    "{} should refuse {text}",
+                    p.as_str()
+                );
+            }
+        }
+    }
+}
