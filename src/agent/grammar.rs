@@ -64,6 +64,20 @@ fn one_of(branches: Vec<Value>) -> Value {
     }
 }
 
+/// One branch per tool, and the final form when allowed.
+fn union(
+    tools: &[ToolSpec],
+    shape: StepShape,
+    tool: impl Fn(&ToolSpec) -> Value,
+    final_form: impl FnOnce() -> Value,
+) -> Value {
+    let mut branches: Vec<Value> = tools.iter().map(tool).collect();
+    if shape.allow_final {
+        branches.push(final_form());
+    }
+    one_of(branches)
+}
+
 fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
     let patch = shape
         .todo_patch
@@ -74,9 +88,10 @@ fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
         }
         props
     };
-    let mut branches: Vec<Value> = tools
-        .iter()
-        .map(|t| {
+    union(
+        tools,
+        shape,
+        |t| {
             object(
                 with_patch(vec![
                     ("type", json!({"const": "tool"})),
@@ -86,59 +101,54 @@ fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
                 ]),
                 &["type", "thinking", "tool_name", "tool_args"],
             )
-        })
-        .collect();
-    if shape.allow_final {
-        branches.push(object(
-            with_patch(vec![
-                ("type", json!({"const": "final"})),
-                ("thinking", string()),
-                ("final", string()),
-            ]),
-            &["type", "thinking", "final"],
-        ));
-    }
-    one_of(branches)
+        },
+        || {
+            object(
+                with_patch(vec![
+                    ("type", json!({"const": "final"})),
+                    ("thinking", string()),
+                    ("final", string()),
+                ]),
+                &["type", "thinking", "final"],
+            )
+        },
+    )
 }
 
 fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
-    let mut branches: Vec<Value> = tools
-        .iter()
-        .map(|t| {
-            object(
+    union(
+        tools,
+        shape,
+        |t| {
+            let action = object(
                 vec![
-                    ("thought", string()),
-                    (
-                        "action",
-                        object(
-                            vec![
-                                ("name", json!({"const": t.name})),
-                                ("arguments", t.parameters.clone()),
-                            ],
-                            &["name", "arguments"],
-                        ),
-                    ),
+                    ("name", json!({"const": t.name})),
+                    ("arguments", t.parameters.clone()),
                 ],
+                &["name", "arguments"],
+            );
+            object(
+                vec![("thought", string()), ("action", action)],
                 &["thought", "action"],
             )
-        })
-        .collect();
-    if shape.allow_final {
-        branches.push(object(
-            vec![("thought", string()), ("answer", string())],
-            &["thought", "answer"],
-        ));
-    }
-    one_of(branches)
+        },
+        || {
+            object(
+                vec![("thought", string()), ("answer", string())],
+                &["thought", "answer"],
+            )
+        },
+    )
 }
 
 /// `args` is a JSON object written inside a string, which a grammar over the outer JSON cannot
 /// see into: its content is checked when the step is parsed, and a mistake goes back to the
 /// model as an observation.
 fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
-    let mut branches: Vec<Value> = tools
-        .iter()
-        .map(|t| {
+    union(
+        tools,
+        shape,
+        |t| {
             object(
                 vec![
                     ("thought", string()),
@@ -147,20 +157,19 @@ fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
                 ],
                 &["thought", "action", "args"],
             )
-        })
-        .collect();
-    if shape.allow_final {
-        branches.push(object(
-            vec![
-                ("thought", string()),
-                ("action", json!({"const": "FINISH"})),
-                ("final_answer", string()),
-                ("task_successful", json!({"type": "boolean"})),
-            ],
-            &["thought", "action", "final_answer", "task_successful"],
-        ));
-    }
-    one_of(branches)
+        },
+        || {
+            object(
+                vec![
+                    ("thought", string()),
+                    ("action", json!({"const": "FINISH"})),
+                    ("final_answer", string()),
+                    ("task_successful", json!({"type": "boolean"})),
+                ],
+                &["thought", "action", "final_answer", "task_successful"],
+            )
+        },
+    )
 }
 
 /// A JSON schema embedded in Lark. The schema text is JSON, which Lark's `%json` reads as is.
