@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::protocol::Protocol;
 use super::todo::TodoPatch;
-use crate::llm::grammar::{Grammar, GrammarError};
+use crate::llm::grammar::{strict_json_schema, Grammar, GrammarError};
 use crate::tools::{spec_for, ToolSpec};
 
 /// What a step may be.
@@ -172,9 +172,10 @@ fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
     )
 }
 
-/// A JSON schema embedded in Lark. The schema text is JSON, which Lark's `%json` reads as is.
+/// A JSON schema embedded in Lark, enforced as `Grammar::JsonSchema` enforces one (objects
+/// closed, compact separators). The schema text is JSON, which Lark's `%json` reads as is.
 fn lark_json(schema: &Value) -> Result<String, GrammarError> {
-    serde_json::to_string(schema).map_err(|e| GrammarError::Invalid {
+    serde_json::to_string(&strict_json_schema(schema)).map_err(|e| GrammarError::Invalid {
         kind: "step grammar",
         reason: format!("a tool schema cannot be written: {e}"),
     })
@@ -385,6 +386,8 @@ mod tests {
                 &[
                     "Thought: add\nAction: shell\nArgs: {}",
                     "Thought: add\nAction: calculate\nArgs: {}",
+                    "Thought: add\nAction: calculate\nArgs: {\"expression\": \"1\", \"x\": 1}",
+                    "Thought: add\nAction: calculate\nArgs: {  \"expression\": \"1\"}",
                     "Action: calculate\nArgs: {\"expression\": \"1\"}",
                 ],
             ),
@@ -415,6 +418,22 @@ mod tests {
                     p.as_str()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn grammar_snapshots() {
+        let shape = StepShape {
+            allow_final: true,
+            todo_patch: false,
+        };
+        let tools = tools();
+        for p in PROTOCOLS {
+            let text = match step_grammar(p, &tools[..2], shape).unwrap() {
+                Grammar::JsonSchema(s) => serde_json::to_string_pretty(&s).unwrap(),
+                Grammar::Lark(g) | Grammar::Gbnf(g) => g,
+            };
+            insta::assert_snapshot!(format!("grammar_{}", p.as_str()), text);
         }
     }
 }

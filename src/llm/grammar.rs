@@ -105,20 +105,9 @@ impl Grammar {
     /// llguidance's form of a JSON Schema or Lark grammar.
     fn top_level(&self) -> Result<llguidance::api::TopLevelGrammar, GrammarError> {
         match self {
-            Grammar::JsonSchema(schema) => {
-                let mut schema = schema.clone();
-                close_objects(&mut schema);
-                if let Value::Object(o) = &mut schema {
-                    o.entry("x-guidance").or_insert_with(|| {
-                        serde_json::json!({
-                            "whitespace_flexible": false,
-                            "item_separator": ", ",
-                            "key_separator": ": "
-                        })
-                    });
-                }
-                Ok(llguidance::api::TopLevelGrammar::from_json_schema(schema))
-            }
+            Grammar::JsonSchema(schema) => Ok(llguidance::api::TopLevelGrammar::from_json_schema(
+                strict_json_schema(schema),
+            )),
             Grammar::Lark(text) => Ok(llguidance::api::TopLevelGrammar::from_lark(text.clone())),
             Grammar::Gbnf(_) => Err(GrammarError::Invalid {
                 kind: "GBNF grammar",
@@ -146,6 +135,23 @@ impl Grammar {
             None => Ok(matcher),
         }
     }
+}
+
+/// A JSON Schema as Burrow enforces it (see `Grammar::JsonSchema`): objects closed, compact
+/// separators. Lark grammars embed schemas (`%json`) in this form too.
+pub(crate) fn strict_json_schema(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    close_objects(&mut schema);
+    if let Value::Object(o) = &mut schema {
+        o.entry("x-guidance").or_insert_with(|| {
+            serde_json::json!({
+                "whitespace_flexible": false,
+                "item_separator": ", ",
+                "key_separator": ": "
+            })
+        });
+    }
+    schema
 }
 
 /// Sets `additionalProperties: false` on every object schema that lists properties and says

@@ -394,7 +394,7 @@ fn is_py_none(v: &Value) -> bool {
 }
 
 /// JSON to template values, keeping key order and turning `null` into `PyNone`.
-fn json_to_value(v: &serde_json::Value) -> Value {
+pub(crate) fn json_to_value(v: &serde_json::Value) -> Value {
     match v {
         serde_json::Value::Null => Value::from_object(PyNone),
         serde_json::Value::Bool(b) => Value::from(*b),
