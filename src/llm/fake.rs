@@ -135,7 +135,7 @@ impl LanguageModel for FakeModel {
         let started = Instant::now();
         request.sampling.validate()?;
         if let Some(g) = &request.grammar {
-            g.to_gbnf()?;
+            g.validate()?;
         }
         let prompt = self.prompt_text(&request.prompt)?;
         if prompt.is_empty() {

@@ -1,0 +1,96 @@
+//! Hooks: code called around every model call and tool call, on every step and on the final
+//! answer. A hook can let a tool call through, deny it (its message becomes the observation),
+//! rewrite its arguments, or stop the run.
+
+use serde_json::{Map, Value};
+
+use super::protocol::Action;
+use super::record::StepRecord;
+
+/// Where in a run a hook is called.
+#[derive(Debug, Clone, Copy)]
+pub struct HookContext<'a> {
+    pub run_id: Option<i64>,
+    /// The index of the step under way.
+    pub step: usize,
+    pub task: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookVerdict {
+    Continue,
+    /// End the run (as cancelled), saying why.
+    Stop(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolVerdict {
+    Allow,
+    /// Do not run the call; the model reads this message as the observation.
+    Deny(String),
+    /// Run the call with these arguments instead.
+    Rewrite(Map<String, Value>),
+    Stop(String),
+}
+
+pub trait Hook: Send + Sync {
+    fn before_model(&self, _ctx: &HookContext<'_>) -> HookVerdict {
+        HookVerdict::Continue
+    }
+    fn after_model(&self, _ctx: &HookContext<'_>, _output: &str) -> HookVerdict {
+        HookVerdict::Continue
+    }
+    fn before_tool(&self, _ctx: &HookContext<'_>, _action: &Action) -> ToolVerdict {
+        ToolVerdict::Allow
+    }
+    fn after_tool(
+        &self,
+        _ctx: &HookContext<'_>,
+        _action: &Action,
+        _observation: &str,
+    ) -> HookVerdict {
+        HookVerdict::Continue
+    }
+    fn on_step(&self, _ctx: &HookContext<'_>, _step: &StepRecord) -> HookVerdict {
+        HookVerdict::Continue
+    }
+    fn on_final(&self, _ctx: &HookContext<'_>, _answer: &str) -> HookVerdict {
+        HookVerdict::Continue
+    }
+}
+
+/// Does nothing: the default.
+pub struct NoopHook;
+
+impl Hook for NoopHook {}
+
+/// Logs every call through `tracing` (target `burrow::agent`).
+pub struct TracingHook;
+
+impl Hook for TracingHook {
+    fn before_model(&self, ctx: &HookContext<'_>) -> HookVerdict {
+        tracing::debug!(target: "burrow::agent", run = ?ctx.run_id, step = ctx.step, "model call");
+        HookVerdict::Continue
+    }
+    fn after_model(&self, ctx: &HookContext<'_>, output: &str) -> HookVerdict {
+        tracing::debug!(target: "burrow::agent", run = ?ctx.run_id, step = ctx.step, chars = output.len(), "model output");
+        HookVerdict::Continue
+    }
+    fn before_tool(&self, ctx: &HookContext<'_>, action: &Action) -> ToolVerdict {
+        let args = Value::Object(action.args.clone()).to_string();
+        tracing::info!(target: "burrow::agent", run = ?ctx.run_id, step = ctx.step, tool = %action.tool, args = %args, "tool call");
+        ToolVerdict::Allow
+    }
+    fn after_tool(&self, ctx: &HookContext<'_>, action: &Action, observation: &str) -> HookVerdict {
+        tracing::debug!(target: "burrow::agent", run = ?ctx.run_id, step = ctx.step, tool = %action.tool, chars = observation.len(), "tool result");
+        HookVerdict::Continue
+    }
+    fn on_step(&self, ctx: &HookContext<'_>, step: &StepRecord) -> HookVerdict {
+        tracing::info!(target: "burrow::agent", run = ?ctx.run_id, step = step.index, prompt_tokens = step.prompt_tokens, cached_tokens = step.cached_tokens, error = ?step.error, "step");
+        HookVerdict::Continue
+    }
+    fn on_final(&self, ctx: &HookContext<'_>, answer: &str) -> HookVerdict {
+        tracing::info!(target: "burrow::agent", run = ?ctx.run_id, chars = answer.len(), "final answer");
+        HookVerdict::Continue
+    }
+}

@@ -1,0 +1,787 @@
+//! Issue #4: the ReAct loop, driven by a scripted model whose turns are given in each test (and
+//! whose requests are counted and read), over small tools built here.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use burrow::agent::hooks::{Hook, HookContext, ToolVerdict};
+use burrow::agent::protocol::{Action, Protocol, PROTOCOLS};
+use burrow::agent::record::RunStatus;
+use burrow::agent::run::Clock;
+use burrow::agent::{Agent, AgentConfig, AgentEvent, RunOutcome};
+use burrow::llm::engine::CancelToken;
+use burrow::llm::fake::{FakeModel, FakeTurn};
+use burrow::tools::{Tool, ToolError, ToolOutput, ToolRegistry};
+use serde_json::json;
+
+/// Looks up a word in the test dictionary.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct LookupInput {
+    /// The word.
+    word: String,
+}
+
+/// A tool that answers from a fixed table and counts its calls.
+#[derive(Default, Clone)]
+struct Lookup {
+    calls: Arc<AtomicUsize>,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Tool for Lookup {
+    const NAME: &'static str = "lookup";
+    type Input = LookupInput;
+    fn run(&self, input: LookupInput) -> Result<ToolOutput, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.seen.lock().unwrap().push(input.word.clone());
+        match input.word.as_str() {
+            "wallet" => Ok(ToolOutput::new("wallet: see issue #918", ())),
+            "long" => Ok(ToolOutput::new(
+                (0..2000).map(|i| format!("w{i} ")).collect::<String>(),
+                (),
+            )),
+            other => Err(ToolError::NotFound(format!("no entry for {other}"))),
+        }
+    }
+}
+
+/// Fails as busy a number of times, then works.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct FlakyInput {}
+
+#[derive(Clone)]
+struct Flaky {
+    failures_left: Arc<AtomicUsize>,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Tool for Flaky {
+    const NAME: &'static str = "flaky";
+    type Input = FlakyInput;
+    fn run(&self, _: FlakyInput) -> Result<ToolOutput, ToolError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        if self
+            .failures_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(ToolError::Transient("the database is busy".into()));
+        }
+        Ok(ToolOutput::new("flaky worked", ()))
+    }
+}
+
+/// A clock that only records how long the loop asked to wait.
+#[derive(Default)]
+struct FakeClock(Mutex<Vec<Duration>>);
+
+impl Clock for FakeClock {
+    fn sleep(&self, d: Duration) {
+        self.0.lock().unwrap().push(d);
+    }
+}
+
+fn registry(lookup: &Lookup) -> ToolRegistry {
+    let mut r = ToolRegistry::new();
+    r.register(lookup.clone()).unwrap();
+    r
+}
+
+/// A tool call, written in each protocol's dialect.
+fn call(p: Protocol, tool: &str, args: serde_json::Value) -> String {
+    match p {
+        Protocol::JsonTyped => {
+            json!({"type": "tool", "thinking": "look it up", "tool_name": tool, "tool_args": args})
+                .to_string()
+        }
+        Protocol::JsonAction => {
+            json!({"thought": "look it up", "action": {"name": tool, "arguments": args}})
+                .to_string()
+        }
+        Protocol::JsonFinish => {
+            json!({"thought": "look it up", "action": tool, "args": args.to_string()}).to_string()
+        }
+        Protocol::Text => format!("Thought: look it up\nAction: {tool}\nArgs: {args}"),
+        Protocol::ToolCalls => format!(
+            "<tool_call>\n{}\n</tool_call>",
+            json!({"name": tool, "arguments": args})
+        ),
+    }
+}
+
+/// A final answer, in each protocol's dialect.
+fn answer(p: Protocol, text: &str) -> String {
+    match p {
+        Protocol::JsonTyped => json!({"type": "final", "thinking": "done", "final": text}).to_string(),
+        Protocol::JsonAction => json!({"thought": "done", "answer": text}).to_string(),
+        Protocol::JsonFinish => json!({"thought": "done", "action": "FINISH", "final_answer": text, "task_successful": true}).to_string(),
+        Protocol::Text => format!("Thought: done\nFinal Answer: {text}"),
+        Protocol::ToolCalls => format!(
+            "<tool_call>\n{}\n</tool_call>",
+            json!({"name": "final_answer", "arguments": {"answer": text, "status": "completed"}})
+        ),
+    }
+}
+
+fn config(p: Protocol) -> AgentConfig {
+    AgentConfig {
+        protocol: p,
+        max_steps: 6,
+        ..Default::default()
+    }
+}
+
+fn run(agent: &Agent<'_>, task: &str) -> (RunOutcome, Vec<AgentEvent>) {
+    let mut events = Vec::new();
+    let outcome = agent.run(task, &CancelToken::new(), &mut |e| events.push(e));
+    (outcome, events)
+}
+
+#[test]
+fn every_protocol_calls_a_tool_and_answers() {
+    for p in PROTOCOLS {
+        let lookup = Lookup::default();
+        let tools = registry(&lookup);
+        let model = FakeModel::new([
+            FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+            FakeTurn::text(&answer(p, "See #918.")),
+        ]);
+        let agent = Agent::new(&model, &tools, config(p)).unwrap();
+        let (outcome, events) = run(&agent, "What is known about wallets?");
+        assert_eq!(
+            outcome.status,
+            RunStatus::Succeeded,
+            "{}: {outcome:?}",
+            p.as_str()
+        );
+        assert_eq!(outcome.final_answer.as_deref(), Some("See #918."));
+        assert_eq!(model.requests().len(), 2, "{}", p.as_str());
+        assert_eq!(lookup.seen.lock().unwrap().clone(), vec!["wallet"]);
+        let step = &outcome.steps[0];
+        assert_eq!(step.action.as_ref().unwrap().tool, "lookup");
+        assert_eq!(step.observation.as_deref(), Some("wallet: see issue #918"));
+        assert_eq!(step.error, None);
+        // Every request was decoded under a grammar, and the second saw the observation.
+        let requests = model.requests();
+        assert!(requests.iter().all(|r| r.has_grammar), "{}", p.as_str());
+        assert!(
+            requests[1].prompt.contains("wallet: see issue #918"),
+            "{}",
+            p.as_str()
+        );
+        // Text stops before an imagined observation.
+        assert_eq!(
+            requests[0].stop.iter().any(|s| s.contains("Observation:")),
+            p == Protocol::Text
+        );
+        let kinds: Vec<&str> = events
+            .iter()
+            .map(|e| match e {
+                AgentEvent::RunStarted { .. } => "run",
+                AgentEvent::StepStarted { .. } => "step",
+                AgentEvent::Token { .. } => "token",
+                AgentEvent::Thought { .. } => "thought",
+                AgentEvent::Action { .. } => "action",
+                AgentEvent::Observation { .. } => "observation",
+                AgentEvent::TodoChanged { .. } => "todo",
+                AgentEvent::ContextSummarized { .. } => "summary",
+                AgentEvent::Final { .. } => "final",
+                AgentEvent::Error { .. } => "error",
+            })
+            .filter(|k| *k != "token")
+            .collect();
+        let expected_start: &[&str] = if p == Protocol::ToolCalls {
+            &["run", "step", "action", "observation", "step", "final"]
+        } else {
+            &[
+                "run",
+                "step",
+                "thought",
+                "action",
+                "observation",
+                "step",
+                "thought",
+                "final",
+            ]
+        };
+        assert_eq!(kinds, expected_start, "{}", p.as_str());
+        assert!(events.iter().any(|e| matches!(e, AgentEvent::Token { .. })));
+    }
+}
+
+#[test]
+fn an_unreadable_step_goes_back_to_the_model_with_the_format() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let model = FakeModel::new([
+        FakeTurn::text("I think the answer is in the wallet code."),
+        FakeTurn::text(&answer(Protocol::JsonAction, "ok")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            grammar: false,
+            ..config(Protocol::JsonAction)
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    let first = &outcome.steps[0];
+    assert!(
+        first.error.as_deref().unwrap().contains("no JSON object"),
+        "{first:?}"
+    );
+    assert!(!model.requests()[0].has_grammar);
+    let second_prompt = &model.requests()[1].prompt;
+    assert!(
+        second_prompt.contains("\"action\": {\"name\""),
+        "the format is shown: {second_prompt}"
+    );
+}
+
+#[test]
+fn tool_errors_are_observations_and_the_loop_guard_stops_repeats() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "nothing"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "nothing"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&answer(p, "done")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            max_steps: 10,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    let obs: Vec<&str> = outcome
+        .steps
+        .iter()
+        .map(|s| s.observation.as_deref().unwrap_or(""))
+        .collect();
+    assert!(obs[0].contains("no entry for nothing"), "{obs:?}");
+    assert!(
+        obs[1].contains("already called lookup") && obs[1].contains("no entry for nothing"),
+        "{obs:?}"
+    );
+    assert!(
+        obs[5].contains("repeating yourself") && obs[5].contains("wallet: see issue #918"),
+        "{obs:?}"
+    );
+    // The failed call ran once, the good one three times (the default limit).
+    assert_eq!(lookup.calls.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn transient_failures_are_retried_with_backoff_before_the_model_sees_them() {
+    let p = Protocol::JsonAction;
+    for (failures, expect_ok, sleeps) in [(2, true, vec![200, 400]), (5, false, vec![200, 400])] {
+        let flaky = Flaky {
+            failures_left: Arc::new(AtomicUsize::new(failures)),
+            calls: Arc::new(AtomicUsize::new(0)),
+        };
+        let mut tools = ToolRegistry::new();
+        tools.register(flaky.clone()).unwrap();
+        let model = FakeModel::new([
+            FakeTurn::text(&call(p, "flaky", json!({}))),
+            FakeTurn::text(&answer(p, "done")),
+        ]);
+        let clock = Arc::new(FakeClock::default());
+        let agent = Agent::new(&model, &tools, config(p))
+            .unwrap()
+            .with_clock(clock.clone());
+        let (outcome, _) = run(&agent, "task");
+        let obs = outcome.steps[0].observation.clone().unwrap();
+        assert_eq!(obs.contains("flaky worked"), expect_ok, "{obs}");
+        assert_eq!(outcome.steps[0].error.is_none(), expect_ok);
+        assert_eq!(flaky.calls.load(Ordering::SeqCst), 3);
+        let waited: Vec<u128> = clock
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_millis())
+            .collect();
+        assert_eq!(waited, sleeps);
+        // Only one request to the model for the call: the retries were Burrow's.
+        assert_eq!(model.requests().len(), 2);
+    }
+}
+
+#[test]
+fn plans_change_in_both_styles_and_gate_the_final_answer() {
+    // json-typed: todo_patch rides on the step.
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let add = json!({"type": "tool", "thinking": "plan", "tool_name": "lookup", "tool_args": {"word": "wallet"},
+        "todo_patch": {"op": "replace", "reason": "start", "items": [{"id": "1", "title": "Look up wallet"}, {"id": "2", "title": "Answer"}]}});
+    let early = json!({"type": "final", "thinking": "done", "final": "early"});
+    let finish = json!({"type": "final", "thinking": "done", "final": "See #918.",
+        "todo_patch": {"op": "replace", "reason": "all done", "items": [{"id": "1", "title": "Look up wallet", "status": "completed"}, {"id": "2", "title": "Answer", "status": "completed"}]}});
+    let model = FakeModel::new([
+        FakeTurn::text(&add.to_string()),
+        FakeTurn::text(&early.to_string()),
+        FakeTurn::text(&finish.to_string()),
+    ]);
+    let agent = Agent::new(&model, &tools, config(Protocol::JsonTyped)).unwrap();
+    let (outcome, events) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    assert_eq!(outcome.final_answer.as_deref(), Some("See #918."));
+    assert_eq!(outcome.steps[0].todos.len(), 2);
+    let refused = outcome.steps[1].observation.as_deref().unwrap();
+    assert!(
+        refused.contains("refused") && refused.contains("1 (pending: Look up wallet)"),
+        "{refused}"
+    );
+    assert!(
+        model.requests()[1].prompt.contains("[ ] 1: Look up wallet"),
+        "the plan is in the prompt"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| matches!(e, AgentEvent::TodoChanged { .. }))
+            .count()
+            >= 2
+    );
+
+    // json-action: the todo_write tool, merged by id.
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(
+            p,
+            "todo_write",
+            json!({"todos": [{"id": "a", "content": "Search"}], "merge": false}),
+        )),
+        FakeTurn::text(&call(
+            p,
+            "todo_write",
+            json!({"todos": [{"id": "a", "content": "", "status": "completed"}, {"id": "b", "content": "Cite"}], "merge": true}),
+        )),
+        FakeTurn::text(&call(
+            p,
+            "todo_write",
+            json!({"todos": [{"id": "b", "content": "Cite", "status": "cancelled"}], "merge": true}),
+        )),
+        FakeTurn::text(&answer(p, "done")),
+    ]);
+    let agent = Agent::new(&model, &tools, config(p)).unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let plan = &outcome.steps[1].todos;
+    assert_eq!(plan.len(), 2);
+    assert_eq!(plan[0].title, "Search");
+    // Gating off: a final answer with open items is taken.
+    let model = FakeModel::new([
+        FakeTurn::text(&call(
+            p,
+            "todo_write",
+            json!({"todos": [{"id": "a", "content": "Search"}]}),
+        )),
+        FakeTurn::text(&answer(p, "done")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            require_plan_done: false,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    assert_eq!(run(&agent, "task").0.status, RunStatus::Succeeded);
+}
+
+#[test]
+fn bad_plan_changes_are_observations() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::Text;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(
+            p,
+            "todo_write",
+            json!({"todos": [{"id": "a", "content": "x"}, {"id": "a", "content": "y"}]}),
+        )),
+        FakeTurn::text(&answer(p, "done")),
+    ]);
+    let agent = Agent::new(&model, &tools, config(p)).unwrap();
+    let (outcome, _) = run(&agent, "task");
+    let first = &outcome.steps[0];
+    assert!(
+        first
+            .observation
+            .as_deref()
+            .unwrap()
+            .contains("two plan items have the id \"a\""),
+        "{first:?}"
+    );
+    assert!(first.todos.is_empty());
+}
+
+#[test]
+fn the_toolbelt_starts_with_meta_tools_and_adds_on_request() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&call(p, "toolbelt_list_tools", json!({}))),
+        FakeTurn::text(&call(p, "toolbelt_add_tool", json!({"name": "lookup"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&call(p, "toolbelt_remove_tool", json!({"name": "lookup"}))),
+        FakeTurn::text(&answer(p, "done")),
+    ]);
+    // A threshold of 0: one tool is already "too many".
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            toolbelt_threshold: 0,
+            grammar: false,
+            max_steps: 8,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let obs: Vec<&str> = outcome
+        .steps
+        .iter()
+        .map(|s| s.observation.as_deref().unwrap_or(""))
+        .collect();
+    assert!(
+        obs[0].contains("add it first with toolbelt_add_tool"),
+        "{obs:?}"
+    );
+    assert!(obs[1].contains("- lookup: Looks up a word"), "{obs:?}");
+    assert_eq!(obs[3], "wallet: see issue #918");
+    let requests = model.requests();
+    // The first prompt lists only the meta-tools; after adding, lookup is in it.
+    assert!(
+        !requests[0].prompt.contains("- lookup:"),
+        "{}",
+        requests[0].prompt
+    );
+    assert!(requests[0].prompt.contains("- toolbelt_add_tool:"));
+    assert!(requests[3].prompt.contains("- lookup:"));
+    assert!(!requests[5]
+        .prompt
+        .split("Observation")
+        .next()
+        .unwrap()
+        .contains("- lookup:"));
+}
+
+#[test]
+fn hooks_allow_deny_rewrite_and_stop() {
+    struct Guard;
+    impl Hook for Guard {
+        fn before_tool(&self, _: &HookContext<'_>, action: &Action) -> ToolVerdict {
+            match action.args.get("word").and_then(|w| w.as_str()) {
+                Some("secret") => ToolVerdict::Deny("looking up secrets is not allowed".into()),
+                Some("walet") => {
+                    let mut args = action.args.clone();
+                    args.insert("word".into(), json!("wallet"));
+                    ToolVerdict::Rewrite(args)
+                }
+                Some("stop") => ToolVerdict::Stop("asked to stop".into()),
+                _ => ToolVerdict::Allow,
+            }
+        }
+    }
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "secret"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "walet"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "stop"}))),
+    ]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_hook(Arc::new(Guard));
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert!(outcome.error.as_deref().unwrap().contains("asked to stop"));
+    assert_eq!(
+        outcome.steps[0].observation.as_deref(),
+        Some("looking up secrets is not allowed")
+    );
+    assert_eq!(
+        outcome.steps[1].observation.as_deref(),
+        Some("wallet: see issue #918")
+    );
+    assert_eq!(
+        outcome.steps[1].action.as_ref().unwrap().args["word"],
+        "wallet"
+    );
+    assert_eq!(lookup.seen.lock().unwrap().clone(), vec!["wallet"]);
+}
+
+#[test]
+fn cancellation_ends_the_run_and_keeps_its_steps() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&answer(p, "never read")),
+    ]);
+    let agent = Agent::new(&model, &tools, config(p)).unwrap();
+    let cancel = CancelToken::new();
+    let c = cancel.clone();
+    let outcome = agent.run("task", &cancel, &mut |e| {
+        if matches!(e, AgentEvent::Observation { .. }) {
+            c.cancel();
+        }
+    });
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert_eq!(outcome.steps.len(), 1);
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn a_step_cut_off_by_the_token_limit_is_not_taken() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    // Each word is one token for the scripted model: the answer stops after four.
+    let model = FakeModel::new([
+        FakeTurn::text(&answer(p, "a long answer that goes on and on")),
+        FakeTurn::text(&answer(p, "short")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            max_step_tokens: 4,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.final_answer.as_deref(), Some("short"));
+    assert!(outcome.steps[0]
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("cut off after 4 tokens"));
+    assert_eq!(model.requests()[0].max_tokens, Some(4));
+}
+
+#[test]
+fn max_steps_ends_the_run() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new(
+        (0..3).map(|i| FakeTurn::text(&call(p, "lookup", json!({"word": format!("w{i}")})))),
+    );
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            max_steps: 3,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::MaxSteps);
+    assert_eq!(outcome.steps.len(), 3);
+    assert_eq!(model.remaining_turns(), 0);
+}
+
+#[test]
+fn long_observations_are_capped_and_old_steps_summarized() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let cfg = AgentConfig {
+        max_observation_chars: 1500,
+        keep_recent_messages: 2,
+        ..config(p)
+    };
+    // First measure the prompts with room to spare, then give the model a window that the
+    // third prompt (two steps in) passes 70% of and the second does not.
+    let script = |summary: bool| {
+        let mut turns = vec![
+            FakeTurn::text(&call(p, "lookup", json!({"word": "long"}))),
+            FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        ];
+        if summary {
+            turns.push(FakeTurn::text(
+                "Looked up long (a word list) and wallet: issue #918.",
+            ));
+        }
+        turns.push(FakeTurn::text(&answer(p, "See #918.")));
+        turns
+    };
+    let roomy = FakeModel::new(script(false));
+    let agent = Agent::new(&roomy, &tools, cfg.clone()).unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let first = outcome.steps[0].observation.as_deref().unwrap();
+    assert!(
+        first.ends_with("[cut: 1500 of 10890 characters shown]"),
+        "{}",
+        &first[first.len() - 60..]
+    );
+    let sizes: Vec<usize> = roomy
+        .requests()
+        .iter()
+        .map(|r| burrow::llm::tokens::estimate_tokens(&r.prompt).unwrap())
+        .collect();
+    let window = ((sizes[1] + sizes[2]) as f64 / 2.0 / 0.7) as usize;
+
+    let model = FakeModel::new(script(true)).with_context_length(window);
+    let agent = Agent::new(&model, &tools, cfg).unwrap();
+    let (outcome, events) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let summarized = events.iter().find_map(|e| match e {
+        AgentEvent::ContextSummarized {
+            summary,
+            messages_folded,
+        } => Some((summary.clone(), *messages_folded)),
+        _ => None,
+    });
+    let (summary, folded) = summarized.expect("the history was summarized");
+    assert_eq!(
+        summary,
+        "Looked up long (a word list) and wallet: issue #918."
+    );
+    assert_eq!(folded, 2);
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(
+        requests[2].prompt.contains("Newer steps to add to it"),
+        "{}",
+        requests[2].prompt
+    );
+    assert!(
+        requests[2].prompt.contains("w100 w101"),
+        "the folded step is what is summarized"
+    );
+    assert!(!requests[2].has_grammar);
+    let last = &requests[3].prompt;
+    assert!(
+        last.contains("Progress so far") && last.contains("issue #918."),
+        "{last}"
+    );
+    assert!(
+        !last.contains("w100 w101"),
+        "the folded observation is gone"
+    );
+    assert!(
+        last.contains("wallet: see issue #918"),
+        "the recent step stays verbatim"
+    );
+}
+
+#[test]
+fn runs_are_kept_step_by_step_and_an_interrupted_one_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+
+    // A run killed after its first step: simulated by a hook that stops it, then the row set
+    // back to running as a dead process leaves it.
+    struct Crash;
+    impl Hook for Crash {
+        fn on_step(
+            &self,
+            _: &HookContext<'_>,
+            _: &burrow::agent::record::StepRecord,
+        ) -> burrow::agent::hooks::HookVerdict {
+            burrow::agent::hooks::HookVerdict::Stop("crash".into())
+        }
+    }
+    let model = FakeModel::new([FakeTurn::text(&call(
+        p,
+        "lookup",
+        json!({"word": "wallet"}),
+    ))]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws)
+        .with_hook(Arc::new(Crash));
+    let (outcome, _) = run(&agent, "find wallets");
+    let id = outcome.run_id.unwrap();
+    assert_eq!(
+        ws.run(id).unwrap().steps.len(),
+        1,
+        "the step was written as it completed"
+    );
+    let sql = rusqlite::Connection::open(&db).unwrap();
+    sql.execute(
+        "UPDATE runs SET status = 'running', ended_at = NULL, started_at = started_at - 60 WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
+
+    let model = FakeModel::new([FakeTurn::text(&answer(p, "See #918."))]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws);
+    let outcome = agent.resume(id, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    assert_eq!(outcome.steps.len(), 2);
+    let prompt = &model.requests()[0].prompt;
+    assert!(
+        prompt.contains("find wallets") && prompt.contains("wallet: see issue #918"),
+        "{prompt}"
+    );
+    let kept = ws.run(id).unwrap();
+    assert_eq!(kept.status, RunStatus::Succeeded);
+    assert_eq!(kept.steps.len(), 2);
+    assert_eq!(kept.final_answer.as_deref(), Some("See #918."));
+}
+
+#[test]
+fn prompts_grow_by_appending_so_the_cache_is_reused() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    for p in PROTOCOLS {
+        let model = FakeModel::new([
+            FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+            FakeTurn::text(&call(p, "lookup", json!({"word": "nothing"}))),
+            FakeTurn::text(&answer(p, "done")),
+        ]);
+        let agent = Agent::new(&model, &tools, config(p)).unwrap();
+        let (outcome, _) = run(&agent, "task");
+        assert_eq!(outcome.status, RunStatus::Succeeded);
+        let r = model.requests();
+        for w in r.windows(2) {
+            // Everything up to the new assistant turn is the previous prompt, unchanged; only
+            // the generation prompt at its very end is replaced.
+            let prev = w[0].prompt.trim_end_matches("<|im_start|>assistant\n");
+            assert!(
+                w[1].prompt.starts_with(prev),
+                "{}:\n{}\n---\n{}",
+                p.as_str(),
+                w[0].prompt,
+                w[1].prompt
+            );
+        }
+        assert!(outcome.steps[1].cached_tokens > 0);
+    }
+}
