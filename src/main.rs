@@ -61,6 +61,9 @@ enum Command {
     Search(cli::workspace::SearchArgs),
     /// Run one of the agent's tools and print what the model would see.
     Tool(cli::workspace::ToolArgs),
+    /// Give the agent a task: it plans, searches the workspace with its tools and answers,
+    /// showing each step as it happens.
+    Ask(cli::ask::AskArgs),
     /// The agent's runs, kept with every step.
     Runs {
         #[command(subcommand)]
@@ -113,7 +116,7 @@ enum TemplateCommand {
 }
 
 #[derive(Args)]
-struct ModelArgs {
+pub(crate) struct ModelArgs {
     /// Model name, catalogue id, file name or path (default: the catalogue's default model).
     #[arg(long, short)]
     model: Option<String>,
@@ -243,6 +246,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Search(args) => cli::workspace::search(&home, args),
         Command::Tool(args) => cli::workspace::tool(&home, args),
         Command::Runs { command } => cli::runs::run(&home, command),
+        Command::Ask(args) => cli::ask::ask(&home, args),
     }
 }
 
@@ -541,7 +545,10 @@ fn template_render(
 }
 
 /// Loads a model, showing progress on a terminal.
-fn load_model(home: &BurrowHome, args: &ModelArgs) -> Result<(Arc<LoadedModel>, LlamaEngine)> {
+pub(crate) fn load_model(
+    home: &BurrowHome,
+    args: &ModelArgs,
+) -> Result<(Arc<LoadedModel>, LlamaEngine)> {
     let info = find_model(home, args.model.as_deref())?;
     let engine = LlamaEngine::new()?;
     let mut handle = engine.load(&info.path, &args.load_options())?;

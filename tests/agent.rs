@@ -478,7 +478,17 @@ fn the_toolbelt_starts_with_meta_tools_and_adds_on_request() {
         requests[0].prompt
     );
     assert!(requests[0].prompt.contains("- toolbelt_add_tool:"));
-    assert!(requests[3].prompt.contains("- lookup:"));
+    // The system message never changes (the cache keeps it): the added tool is described in
+    // the observation that added it.
+    assert!(requests[3].prompt.starts_with(
+        requests[0]
+            .prompt
+            .trim_end_matches("<|im_start|>assistant\n")
+    ));
+    assert!(
+        obs[2].contains("lookup: Looks up a word") && obs[2].contains("\"word\""),
+        "{obs:?}"
+    );
     assert!(!requests[5]
         .prompt
         .split("Observation")

@@ -539,3 +539,85 @@ fn runs_list_and_show() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("there is no run 999"));
 }
+
+/// Issue #4: `burrow ask` with the real default model, its grammar on: every step parses, the
+/// run ends, and `--json`, `--trace` and the database tell the same steps.
+#[test]
+fn ask_runs_the_agent_and_keeps_a_trace() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("notes");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("README.md"),
+        "# Notes\n\nThe release is planned for May. The wallet crash is tracked in #918.\n",
+    )
+    .unwrap();
+    let out = burrow(
+        home.path(),
+        &["workspace", "add", project.to_str().unwrap(), "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = home.path().join("trace.jsonl");
+    let out = burrow(
+        home.path(),
+        &[
+            "ask",
+            "When is the release planned?",
+            "--protocol",
+            "json-action",
+            "--max-steps",
+            "2",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let run: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let status = run["status"].as_str().unwrap();
+    assert!(
+        ["succeeded", "failed", "blocked", "max_steps"].contains(&status),
+        "{run}"
+    );
+    assert_eq!(out.status.success(), status == "succeeded");
+    let steps = run["steps"].as_array().unwrap();
+    assert!(!steps.is_empty() && steps.len() <= 2, "{run}");
+    for s in steps {
+        // Under the grammar every step is read: no parse error, no cut-off step.
+        let error = s["error"].as_str().unwrap_or("");
+        assert!(
+            !error.contains("format") && !error.contains("cut off"),
+            "step did not parse: {s}"
+        );
+        assert!(
+            s["action"].is_object() || s["final_answer"].is_string(),
+            "{s}"
+        );
+        assert!(s["prompt_tokens"].as_u64().unwrap() > 0);
+    }
+    if steps.len() == 2 {
+        assert!(
+            steps[1]["cached_tokens"].as_u64().unwrap() > 0,
+            "the cache was reused"
+        );
+    }
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(&lines, steps);
+    let id = run["id"].as_i64().unwrap().to_string();
+    let kept = json(&burrow(home.path(), &["runs", "show", &id, "--json"]));
+    assert_eq!(kept["steps"].as_array().unwrap(), steps);
+    assert_eq!(kept["status"], run["status"]);
+
+    let bad = burrow(home.path(), &["ask", "x", "--protocol", "yaml"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("json-typed, json-action"));
+}

@@ -52,8 +52,44 @@ fn object(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
     json!({"type": "object", "properties": props, "required": required})
 }
 
+/// Characters a thought may take, and a final answer. Bounds keep a small model that falls
+/// into a loop inside a string from filling the step's token budget: the grammar closes the
+/// string and the step still parses.
+const THOUGHT_CHARS: u64 = 400;
+const ANSWER_CHARS: u64 = 2000;
+/// Characters of one string argument of a tool, unless its schema says otherwise.
+const ARGUMENT_CHARS: u64 = 300;
+
 fn string() -> Value {
-    json!({"type": "string"})
+    json!({"type": "string", "maxLength": THOUGHT_CHARS})
+}
+
+fn answer_string() -> Value {
+    json!({"type": "string", "maxLength": ANSWER_CHARS})
+}
+
+/// A tool's parameters with every string bounded (see `ARGUMENT_CHARS`).
+fn bounded(parameters: &Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(o) => {
+                let is_string = match o.get("type") {
+                    Some(Value::String(t)) => t == "string",
+                    Some(Value::Array(a)) => a.iter().any(|t| t == "string"),
+                    _ => false,
+                };
+                if is_string && !o.contains_key("maxLength") && !o.contains_key("enum") {
+                    o.insert("maxLength".into(), json!(ARGUMENT_CHARS));
+                }
+                o.values_mut().for_each(walk);
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut p = parameters.clone();
+    walk(&mut p);
+    p
 }
 
 fn one_of(branches: Vec<Value>) -> Value {
@@ -97,7 +133,7 @@ fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
                     ("type", json!({"const": "tool"})),
                     ("thinking", string()),
                     ("tool_name", json!({"const": t.name})),
-                    ("tool_args", t.parameters.clone()),
+                    ("tool_args", bounded(&t.parameters)),
                 ]),
                 &["type", "thinking", "tool_name", "tool_args"],
             )
@@ -107,7 +143,7 @@ fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
                 with_patch(vec![
                     ("type", json!({"const": "final"})),
                     ("thinking", string()),
-                    ("final", string()),
+                    ("final", answer_string()),
                 ]),
                 &["type", "thinking", "final"],
             )
@@ -123,7 +159,7 @@ fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
             let action = object(
                 vec![
                     ("name", json!({"const": t.name})),
-                    ("arguments", t.parameters.clone()),
+                    ("arguments", bounded(&t.parameters)),
                 ],
                 &["name", "arguments"],
             );
@@ -134,7 +170,7 @@ fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
         },
         || {
             object(
-                vec![("thought", string()), ("answer", string())],
+                vec![("thought", string()), ("answer", answer_string())],
                 &["thought", "answer"],
             )
         },
@@ -153,7 +189,7 @@ fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
                 vec![
                     ("thought", string()),
                     ("action", json!({"const": t.name})),
-                    ("args", string()),
+                    ("args", json!({"type": "string", "maxLength": ANSWER_CHARS})),
                 ],
                 &["thought", "action", "args"],
             )
@@ -163,7 +199,7 @@ fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
                 vec![
                     ("thought", string()),
                     ("action", json!({"const": "FINISH"})),
-                    ("final_answer", string()),
+                    ("final_answer", answer_string()),
                     ("task_successful", json!({"type": "boolean"})),
                 ],
                 &["thought", "action", "final_answer", "task_successful"],
@@ -206,7 +242,7 @@ fn text(tools: &[ToolSpec], shape: StepShape) -> Result<String, GrammarError> {
         alternatives.push("final".to_string());
     }
     g.push_str(&format!("({})\n", alternatives.join(" | ")));
-    g.push_str("THOUGHT: /[^\\n]+/\n");
+    g.push_str(&format!("THOUGHT: /[^\\n]{{1,{THOUGHT_CHARS}}}/\n"));
     if !tools.is_empty() {
         let calls: Vec<String> = (0..tools.len()).map(|i| format!("call_{i}")).collect();
         g.push_str(&format!("action: {}\n", calls.join(" | ")));
@@ -214,12 +250,14 @@ fn text(tools: &[ToolSpec], shape: StepShape) -> Result<String, GrammarError> {
             g.push_str(&format!(
                 "call_{i}: {} args_{i}\nargs_{i}: %json {}\n",
                 lark_literal(&format!("Action: {}\nArgs: ", t.name)),
-                lark_json(&t.parameters)?
+                lark_json(&bounded(&t.parameters))?
             ));
         }
     }
     if shape.allow_final {
-        g.push_str("final: \"Final Answer: \" ANSWER\nANSWER: /(.|\\n)+/\n");
+        g.push_str(&format!(
+            "final: \"Final Answer: \" ANSWER\nANSWER: /(.|\\n){{1,{ANSWER_CHARS}}}/\n"
+        ));
     }
     Ok(g)
 }
@@ -234,7 +272,7 @@ fn tool_calls(tools: &[ToolSpec]) -> Result<String, GrammarError> {
         let schema = object(
             vec![
                 ("name", json!({"const": t.name})),
-                ("arguments", t.parameters.clone()),
+                ("arguments", bounded(&t.parameters)),
             ],
             &["name", "arguments"],
         );
@@ -399,6 +437,19 @@ mod tests {
                 &["<tool_call>\n{\"name\": \"calculate\", \"arguments\": {}}\n</tool_call>"],
             ),
         ];
+        // A string cannot run on: thoughts and arguments are bounded.
+        let g = step_grammar(Protocol::JsonAction, &tools(), shape).unwrap();
+        let long = "a".repeat(THOUGHT_CHARS as usize + 1);
+        let step = format!(r#"{{"thought": "{long}", "answer": "x"}}"#);
+        assert!(!g.accepts(&step).unwrap());
+        let step = format!(r#"{{"thought": "{}", "answer": "x"}}"#, &long[1..]);
+        assert!(g.accepts(&step).unwrap());
+        let arg = "w".repeat(ARGUMENT_CHARS as usize + 1);
+        let step = format!(
+            r#"{{"thought": "t", "action": {{"name": "calculate", "arguments": {{"expression": "{arg}"}}}}}}"#
+        );
+        assert!(!g.accepts(&step).unwrap());
+
         for (p, good, bad) in cases {
             let g = step_grammar(p, &tools(), shape).unwrap();
             for text in good {

@@ -2,6 +2,10 @@
 //! answer. A hook can let a tool call through, deny it (its message becomes the observation),
 //! rewrite its arguments, or stop the run.
 
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
 use serde_json::{Map, Value};
 
 use super::protocol::Action;
@@ -92,5 +96,33 @@ impl Hook for TracingHook {
     fn on_final(&self, ctx: &HookContext<'_>, answer: &str) -> HookVerdict {
         tracing::info!(target: "burrow::agent", run = ?ctx.run_id, chars = answer.len(), "final answer");
         HookVerdict::Continue
+    }
+}
+
+/// Writes each step as one JSON object per line (JSON Lines) as it completes, so a trace of a
+/// run that is killed holds every step that finished.
+pub struct TraceHook {
+    out: Mutex<std::io::BufWriter<std::fs::File>>,
+}
+
+impl TraceHook {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
+        Ok(TraceHook {
+            out: Mutex::new(std::io::BufWriter::new(std::fs::File::create(path)?)),
+        })
+    }
+}
+
+impl Hook for TraceHook {
+    fn on_step(&self, _ctx: &HookContext<'_>, step: &StepRecord) -> HookVerdict {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let written = serde_json::to_writer(&mut *out, step)
+            .map_err(std::io::Error::from)
+            .and_then(|_| out.write_all(b"\n"))
+            .and_then(|_| out.flush());
+        match written {
+            Ok(()) => HookVerdict::Continue,
+            Err(e) => HookVerdict::Stop(format!("the trace cannot be written: {e}")),
+        }
     }
 }

@@ -72,13 +72,36 @@ pub fn final_answer_spec() -> ToolSpec {
     spec_for::<FinalAnswerInput>(FINAL_ANSWER)
 }
 
-pub fn toolbelt_specs() -> Vec<ToolSpec> {
-    vec![
+/// The toolbelt's meta-tools, their `name` arguments limited to the tools they can take: a
+/// grammar then keeps the model from naming a tool that does not exist.
+pub fn toolbelt_specs(all: &[String], active: &[String]) -> Vec<ToolSpec> {
+    let with_names = |mut spec: ToolSpec, names: Vec<&String>| {
+        if !names.is_empty() {
+            spec.parameters["properties"]["name"]["enum"] = serde_json::json!(names);
+        }
+        spec
+    };
+    let addable: Vec<&String> = all.iter().filter(|n| !active.contains(n)).collect();
+    let mut specs = vec![
         spec_for::<ToolbeltListInput>(TOOLBELT_LIST),
-        spec_for::<ToolbeltInspectInput>(TOOLBELT_INSPECT),
-        spec_for::<ToolbeltAddInput>(TOOLBELT_ADD),
-        spec_for::<ToolbeltRemoveInput>(TOOLBELT_REMOVE),
-    ]
+        with_names(
+            spec_for::<ToolbeltInspectInput>(TOOLBELT_INSPECT),
+            all.iter().collect(),
+        ),
+    ];
+    if !addable.is_empty() {
+        specs.push(with_names(
+            spec_for::<ToolbeltAddInput>(TOOLBELT_ADD),
+            addable,
+        ));
+    }
+    if !active.is_empty() {
+        specs.push(with_names(
+            spec_for::<ToolbeltRemoveInput>(TOOLBELT_REMOVE),
+            active.iter().collect(),
+        ));
+    }
+    specs
 }
 
 pub fn is_meta(name: &str) -> bool {
@@ -101,7 +124,22 @@ mod tests {
     #[test]
     fn meta_tools_describe_themselves_and_compile_to_grammars() {
         let mut specs = vec![todo_write_spec(), final_answer_spec()];
-        specs.extend(toolbelt_specs());
+        let all = vec!["search".to_string(), "read_file".to_string()];
+        specs.extend(toolbelt_specs(&all, &all[..1]));
+        let add = specs.iter().find(|s| s.name == TOOLBELT_ADD).unwrap();
+        assert_eq!(
+            add.parameters["properties"]["name"]["enum"],
+            serde_json::json!(["read_file"])
+        );
+        let remove = specs.iter().find(|s| s.name == TOOLBELT_REMOVE).unwrap();
+        assert_eq!(
+            remove.parameters["properties"]["name"]["enum"],
+            serde_json::json!(["search"])
+        );
+        // Nothing to add once every tool is in: no add tool.
+        assert!(!toolbelt_specs(&all, &all)
+            .iter()
+            .any(|s| s.name == TOOLBELT_ADD));
         for s in &specs {
             assert!(is_meta(&s.name));
             assert!(s.description.len() > 15, "{}: {:?}", s.name, s.description);

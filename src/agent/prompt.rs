@@ -228,6 +228,36 @@ fn type_name(schema: &Value) -> String {
     kind
 }
 
+/// What the workspace holds, in a line per repository, for the prompt's start.
+pub fn workspace_summary(
+    ws: &crate::workspace::Workspace,
+) -> Result<String, crate::workspace::WorkspaceError> {
+    let lines: Vec<String> = ws
+        .status()?
+        .iter()
+        .map(|r| {
+            let mut parts = Vec::new();
+            for (n, what) in [
+                (r.files, "files"),
+                (r.commits, "commits"),
+                (r.issues, "issues"),
+                (r.pull_requests, "pull requests"),
+                (r.documents, "documents"),
+            ] {
+                if n > 0 {
+                    parts.push(format!("{n} {what}"));
+                }
+            }
+            format!("- {} ({})", r.repo.name, parts.join(", "))
+        })
+        .collect();
+    Ok(if lines.is_empty() {
+        "The workspace is empty: nothing is indexed yet.".into()
+    } else {
+        lines.join("\n")
+    })
+}
+
 /// One step as the prompt replays it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Turn {

@@ -68,7 +68,12 @@ impl Default for AgentConfig {
             grammar: true,
             persona: super::prompt::DEFAULT_PERSONA.to_string(),
             task_context: String::new(),
-            sampling: SamplingParams::greedy(),
+            // Greedy, for reproducible runs, with a light repetition penalty: small models
+            // otherwise fall into loops inside a string ("todo_list_todo_list_...").
+            sampling: SamplingParams {
+                repeat_penalty: 1.15,
+                ..SamplingParams::greedy()
+            },
             max_step_tokens: 512,
             require_plan_done: true,
             toolbelt_threshold: 12,
@@ -191,6 +196,10 @@ struct RunState {
     /// Calls that failed, by tool and arguments, with their error.
     failed: HashMap<String, String>,
     handle: Option<RunHandle>,
+    /// The system message, rendered at the first step and then kept: it starts every prompt,
+    /// so it must not change for the KV cache to be reused. Tools the toolbelt adds later are
+    /// described in the observation that adds them.
+    system: Option<String>,
 }
 
 /// What one step decided.
@@ -256,6 +265,7 @@ impl<'a> Agent<'a> {
             calls: HashMap::new(),
             failed: HashMap::new(),
             handle,
+            system: None,
         }
     }
 
@@ -396,8 +406,9 @@ impl<'a> Agent<'a> {
     /// The tools the model sees: the active ones, and the meta-tools the protocol needs.
     fn visible_specs(&self, active: &[String]) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = active.iter().filter_map(|n| self.tools.spec(n)).collect();
-        if self.tools.names().len() > self.config.toolbelt_threshold {
-            specs.extend(meta::toolbelt_specs());
+        let all = self.tools.names();
+        if all.len() > self.config.toolbelt_threshold {
+            specs.extend(meta::toolbelt_specs(&all, active));
         }
         if self.config.protocol != Protocol::JsonTyped {
             specs.push(meta::todo_write_spec());
@@ -426,10 +437,20 @@ impl<'a> Agent<'a> {
         }
     }
 
-    /// The messages of the next prompt. The system message holds the tool list, which changes
-    /// only when the toolbelt does.
-    fn build_messages(&self, state: &RunState, specs: &[ToolSpec]) -> Result<Prompt, AgentError> {
-        let system = self.prompt.system(&self.vars(specs))?;
+    /// The messages of the next prompt.
+    fn build_messages(
+        &self,
+        state: &mut RunState,
+        specs: &[ToolSpec],
+    ) -> Result<Prompt, AgentError> {
+        let system = match &state.system {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.prompt.system(&self.vars(specs))?;
+                state.system = Some(s.clone());
+                s
+            }
+        };
         let mut msgs = messages(&system, &state.task, &[], self.config.protocol);
         if let Some(summary) = &state.summary {
             msgs.push(ChatMessage::user(format!(
@@ -952,8 +973,9 @@ impl<'a> Agent<'a> {
                         // A call that failed because the tool was not there may work now.
                         state.failed.clear();
                         Ok(format!(
-                            "{} is in the toolbelt; call it from the next step.",
-                            spec.name
+                            "{} is in the toolbelt; call it from the next step.\n{}: {}\n\
+                             arguments: {}",
+                            spec.name, spec.name, spec.description, spec.parameters
                         ))
                     }
                     _ => {

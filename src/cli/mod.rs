@@ -1,2 +1,3 @@
+pub mod ask;
 pub mod runs;
 pub mod workspace;

@@ -128,6 +128,12 @@ pub fn spec_for<T: JsonSchema>(name: &str) -> ToolSpec {
         for key in ["$schema", "title", "description"] {
             o.remove(key);
         }
+        // A tool without parameters takes an empty object, not any object: listed (empty)
+        // properties close it in grammars, so a model cannot invent arguments.
+        if o.get("type").and_then(|t| t.as_str()) == Some("object") {
+            o.entry("properties")
+                .or_insert_with(|| serde_json::json!({}));
+        }
     }
     ToolSpec {
         name: name.to_string(),

@@ -1,0 +1,252 @@
+//! `burrow ask`: one agent run over the workspace, its steps printed live.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use burrow::agent::hooks::{TraceHook, TracingHook};
+use burrow::agent::prompt::{workspace_summary, PromptTemplate};
+use burrow::agent::protocol::{Protocol, PROTOCOLS};
+use burrow::agent::record::RunStatus;
+use burrow::agent::{Agent, AgentConfig, AgentEvent, RunOutcome};
+use burrow::config::BurrowHome;
+use burrow::llm::engine::CancelToken;
+use burrow::workspace::Workspace;
+
+#[derive(Args)]
+pub struct AskArgs {
+    #[command(flatten)]
+    pub model: crate::ModelArgs,
+    /// The ReAct dialect: json-typed, json-action, json-finish, text or tool-calls.
+    #[arg(long, default_value = "json-typed")]
+    pub protocol: String,
+    #[arg(long, default_value_t = 12)]
+    pub max_steps: usize,
+    /// Decode steps freely, without the protocol's grammar (the parser is then tolerant, and
+    /// what it cannot read goes back to the model).
+    #[arg(long)]
+    pub no_grammar: bool,
+    /// Write each step as a JSON line to this file as it completes.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// A prompt template of your own (minijinja, with `system()` and `observation()` macros).
+    #[arg(long = "prompt", value_name = "FILE")]
+    pub prompt_template: Option<PathBuf>,
+    /// Who the agent is, in a line (the template's `persona`).
+    #[arg(long)]
+    pub persona: Option<String>,
+    /// Print the run as one JSON object at the end instead of the steps as they happen.
+    #[arg(long)]
+    pub json: bool,
+    /// Continue an interrupted run (see `burrow runs list`) instead of starting one.
+    #[arg(long, value_name = "RUN_ID", conflicts_with = "task")]
+    pub resume: Option<i64>,
+    /// The task.
+    #[arg(required_unless_present = "resume")]
+    pub task: Option<String>,
+}
+
+pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
+    let Some(protocol) = Protocol::parse_name(&args.protocol) else {
+        let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
+        bail!(
+            "unknown protocol {:?}: it is one of {}",
+            args.protocol,
+            names.join(", ")
+        );
+    };
+    let prompt = match &args.prompt_template {
+        Some(path) => PromptTemplate::from_file(path)?,
+        None => PromptTemplate::builtin()?,
+    };
+    let ws = Arc::new(Workspace::open(home)?);
+    ws.interrupt_orphaned_runs()
+        .context("checking for interrupted runs")?;
+    let tools = burrow::tools::all_tools(ws.clone())?;
+    let mut config = AgentConfig {
+        protocol,
+        max_steps: args.max_steps,
+        grammar: !args.no_grammar,
+        task_context: workspace_summary(&ws)?,
+        ..Default::default()
+    };
+    if let Some(p) = &args.persona {
+        config.persona = p.clone();
+    }
+    let (model, _engine) = crate::load_model(home, &args.model)?;
+    let mut agent = Agent::new(&*model, &tools, config)?
+        .with_prompt(prompt)
+        .with_store(&ws)
+        .with_hook(Arc::new(TracingHook));
+    if let Some(path) = &args.trace {
+        let hook = TraceHook::create(path)
+            .with_context(|| format!("cannot write the trace {}", path.display()))?;
+        agent = agent.with_hook(Arc::new(hook));
+    }
+
+    // Ctrl-C ends the run as cancelled, with every step so far kept.
+    let cancel = CancelToken::new();
+    let on_interrupt = cancel.clone();
+    let _ = ctrlc::set_handler(move || on_interrupt.cancel());
+
+    let mut printer = Printer::new(!args.json);
+    let outcome = match args.resume {
+        Some(id) => agent.resume(id, &cancel, &mut |e| printer.event(&e))?,
+        None => agent.run(
+            args.task.as_deref().unwrap_or_default(),
+            &cancel,
+            &mut |e| printer.event(&e),
+        ),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&run_json(&outcome))?);
+    } else {
+        printer.summary(&outcome);
+    }
+    Ok(match outcome.status {
+        RunStatus::Succeeded => ExitCode::SUCCESS,
+        RunStatus::Error => ExitCode::from(2),
+        _ => ExitCode::from(1),
+    })
+}
+
+fn run_json(o: &RunOutcome) -> serde_json::Value {
+    serde_json::json!({
+        "id": o.run_id,
+        "status": o.status,
+        "final_answer": o.final_answer,
+        "error": o.error,
+        "steps": o.steps,
+    })
+}
+
+/// Prints a run as it happens: the model's output streamed dimmed, then what was read from it.
+struct Printer {
+    live: bool,
+    color: bool,
+    in_output: bool,
+}
+
+impl Printer {
+    fn new(live: bool) -> Self {
+        Printer {
+            live,
+            color: std::io::stdout().is_terminal(),
+            in_output: false,
+        }
+    }
+
+    fn dim(&self, s: &str) -> String {
+        if self.color {
+            format!("\x1b[2m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    fn end_output(&mut self) {
+        if self.in_output {
+            println!();
+            self.in_output = false;
+        }
+    }
+
+    fn event(&mut self, e: &AgentEvent) {
+        if !self.live {
+            return;
+        }
+        match e {
+            AgentEvent::RunStarted {
+                run_id,
+                protocol,
+                model,
+                ..
+            } => {
+                let id = run_id.map(|i| format!("run {i}, ")).unwrap_or_default();
+                println!("{}", self.dim(&format!("[{id}{model}, {protocol}]")));
+            }
+            AgentEvent::StepStarted { index } => {
+                self.end_output();
+                println!("\n── step {} ──", index + 1);
+            }
+            AgentEvent::Token { text, .. } => {
+                print!("{}", self.dim(text));
+                self.in_output = true;
+                let _ = std::io::stdout().flush();
+            }
+            AgentEvent::Thought { text, .. } => {
+                self.end_output();
+                println!("thought: {text}");
+            }
+            AgentEvent::Action { tool, args, .. } => {
+                self.end_output();
+                println!("action: {tool} {}", serde_json::Value::Object(args.clone()));
+            }
+            AgentEvent::Observation { text, error, .. } => {
+                self.end_output();
+                let label = if *error { "error" } else { "observation" };
+                let lines: Vec<&str> = text.lines().collect();
+                for (i, line) in lines.iter().take(15).enumerate() {
+                    let head = if i == 0 {
+                        format!("{label}: ")
+                    } else {
+                        "  ".into()
+                    };
+                    println!("{head}{line}");
+                }
+                if lines.len() > 15 {
+                    println!("  … {} more lines", lines.len() - 15);
+                }
+            }
+            AgentEvent::TodoChanged { items } => {
+                self.end_output();
+                println!("plan:");
+                for i in items {
+                    println!("  [{}] {}: {}", i.status.as_str(), i.id, i.title);
+                }
+            }
+            AgentEvent::ContextSummarized {
+                messages_folded, ..
+            } => {
+                self.end_output();
+                println!(
+                    "{}",
+                    self.dim(&format!(
+                        "(context: {messages_folded} older messages summarized)"
+                    ))
+                );
+            }
+            AgentEvent::Final { .. } => self.end_output(),
+            AgentEvent::Error { message } => {
+                self.end_output();
+                eprintln!("error: {message}");
+            }
+        }
+    }
+
+    fn summary(&mut self, o: &RunOutcome) {
+        self.end_output();
+        println!();
+        match &o.final_answer {
+            Some(a) => println!("{a}"),
+            None => println!("(no answer)"),
+        }
+        let id = o.run_id.map(|i| format!("run {i}: ")).unwrap_or_default();
+        println!(
+            "{}",
+            self.dim(&format!(
+                "[{id}{}, {} steps{}]",
+                o.status.as_str(),
+                o.steps.len(),
+                o.error
+                    .as_deref()
+                    .map(|e| format!("; {e}"))
+                    .unwrap_or_default()
+            ))
+        );
+    }
+}
