@@ -181,6 +181,7 @@ fn every_protocol_calls_a_tool_and_answers() {
                 AgentEvent::RunStarted { .. } => "run",
                 AgentEvent::StepStarted { .. } => "step",
                 AgentEvent::Token { .. } => "token",
+                AgentEvent::ThoughtDelta { .. } => "token",
                 AgentEvent::Thought { .. } => "thought",
                 AgentEvent::Action { .. } => "action",
                 AgentEvent::Observation { .. } => "observation",
@@ -207,6 +208,15 @@ fn every_protocol_calls_a_tool_and_answers() {
         };
         assert_eq!(kinds, expected_start, "{}", p.as_str());
         assert!(events.iter().any(|e| matches!(e, AgentEvent::Token { .. })));
+        // The thought streamed as it was written adds up to the thought read from the step.
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::ThoughtDelta { index: 0, text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(streamed, outcome.steps[0].thought, "{}", p.as_str());
     }
 }
 

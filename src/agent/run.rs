@@ -16,7 +16,7 @@ use super::grammar::{step_grammar, StepShape};
 use super::hooks::{Hook, HookContext, HookVerdict, ToolVerdict};
 use super::meta;
 use super::prompt::{messages, PromptError, PromptTemplate, PromptVars, Turn};
-use super::protocol::{Action, Decision, FinalStatus, Protocol, Step, TodoChange};
+use super::protocol::{Action, Decision, FinalStatus, Protocol, Step, ThoughtStream, TodoChange};
 use super::record::{ActionRecord, RunStatus, StepRecord};
 use super::store::RunHandle;
 use super::todo::{TodoItem, TodoList, TodoWrite};
@@ -114,6 +114,11 @@ pub enum AgentEvent {
         index: usize,
     },
     Token {
+        index: usize,
+        text: String,
+    },
+    /// The thought as the model writes it, piece by piece (`Thought` follows with all of it).
+    ThoughtDelta {
         index: usize,
         text: String,
     },
@@ -625,11 +630,16 @@ impl<'a> Agent<'a> {
             )?);
         }
         let started = Instant::now();
+        let mut thoughts = ThoughtStream::new(self.config.protocol);
         let mut on_token = |t: &str| {
             on_event(AgentEvent::Token {
                 index,
                 text: t.to_string(),
-            })
+            });
+            let delta = thoughts.push(t);
+            if !delta.is_empty() {
+                on_event(AgentEvent::ThoughtDelta { index, text: delta });
+            }
         };
         let generated = match self.generate(request.clone(), cancel, &mut on_token) {
             // Reactively: the prompt did not fit. Fold what can be folded and try once more.

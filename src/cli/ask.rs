@@ -220,6 +220,8 @@ impl Printer {
                     ))
                 );
             }
+            // The raw output is already streamed; the thought is printed once it is read.
+            AgentEvent::ThoughtDelta { .. } => {}
             AgentEvent::Final { .. } => self.end_output(),
             AgentEvent::Error { message } => {
                 self.end_output();
