@@ -1,34 +1,15 @@
 //! Issue #3: the agent's workspace tools, called as the agent calls them (by name, with JSON).
 
-use std::path::Path;
+mod common;
+
 use std::process::Command;
 use std::sync::Arc;
 
 use burrow::tools::all_tools;
 use burrow::tools::{ToolError, ToolRegistry};
 use burrow::workspace::Workspace;
+use common::git;
 use serde_json::json;
-
-fn git(dir: &Path, args: &[&str], date: &str, who: (&str, &str)) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", who.0)
-        .env("GIT_AUTHOR_EMAIL", who.1)
-        .env("GIT_COMMITTER_NAME", who.0)
-        .env("GIT_COMMITTER_EMAIL", who.1)
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 struct Fixture {
     _dir: tempfile::TempDir,

@@ -1,36 +1,18 @@
 //! Issue #3: the workspace index over a small git repository built here (known commits, files,
 //! and the awkward cases), and over the real bitcoin-core/gui issue backup.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
 use burrow::workspace::grep::GrepQuery;
 use burrow::workspace::{Kind, SearchQuery, Workspace, WorkspaceError};
+use common::git;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/issues")
-}
-
-fn git(dir: &Path, args: &[&str], date: &str, who: (&str, &str)) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", who.0)
-        .env("GIT_AUTHOR_EMAIL", who.1)
-        .env("GIT_COMMITTER_NAME", who.0)
-        .env("GIT_COMMITTER_EMAIL", who.1)
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_DATE", date)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .expect("git runs (the test suite's fixtures are built with the git CLI)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 const ANN: (&str, &str) = ("Ann Author", "ann@example.com");

@@ -21,8 +21,8 @@ use super::record::{ActionRecord, RunStatus, StepRecord};
 use super::store::RunHandle;
 use super::todo::{TodoItem, TodoList, TodoWrite};
 use crate::llm::engine::{
-    CancelToken, GenerateRequest, GenerationEvent, LanguageModel, LlmError, Prompt, SamplingParams,
-    StopReason, Usage,
+    CancelToken, GenerateRequest, LanguageModel, LlmError, Prompt, SamplingParams, StopReason,
+    Usage,
 };
 use crate::llm::grammar::GrammarError;
 use crate::llm::template::ChatMessage;
@@ -560,36 +560,23 @@ impl<'a> Agent<'a> {
         Ok(true)
     }
 
-    /// One generation: text, usage and why it stopped; tokens streamed to `on_token`.
+    /// One generation: text, usage and why it stopped; tokens streamed to `on_token`. The
+    /// run's cancel token stops the generation at its next token.
     fn generate(
         &self,
         request: GenerateRequest,
         cancel: &CancelToken,
         on_token: &mut dyn FnMut(&str),
     ) -> Result<(String, Usage, StopReason), AgentError> {
-        let mut generation = self.model.generate(request)?;
-        let mut text = String::new();
-        let mut usage = Usage::default();
-        loop {
+        let generation = self.model.generate(request)?;
+        let stop_generation = generation.cancel_token();
+        let c = generation.wait(|t| {
+            on_token(t);
             if cancel.is_cancelled() {
-                generation.cancel();
+                stop_generation.cancel();
             }
-            match generation.blocking_next() {
-                Some(GenerationEvent::Token(t)) => {
-                    on_token(&t);
-                    text.push_str(&t);
-                }
-                Some(GenerationEvent::Usage(u)) => usage = u,
-                Some(GenerationEvent::Done(reason)) => return Ok((text, usage, reason)),
-                Some(GenerationEvent::Error(e)) => return Err(e.into()),
-                None => {
-                    return Err(LlmError::Worker(
-                        "the generation ended without a final event".into(),
-                    )
-                    .into())
-                }
-            }
-        }
+        })?;
+        Ok((c.text, c.usage, c.stop_reason))
     }
 
     fn step(
@@ -1053,17 +1040,4 @@ fn cap(text: &str, max: usize) -> String {
     }
     let kept: String = text.chars().take(max).collect();
     format!("{kept}\n[cut: {max} of {total} characters shown]")
-}
-
-impl TodoList {
-    /// A plan as recorded in a step.
-    pub fn from_items(items: Vec<TodoItem>) -> Self {
-        let mut list = TodoList::new();
-        // Recorded plans were valid when recorded; one that is not (edited by hand) starts empty.
-        let _ = list.apply_patch(&super::todo::TodoPatch::Replace {
-            items,
-            reason: String::new(),
-        });
-        list
-    }
 }

@@ -134,10 +134,9 @@ impl Workspace {
     pub fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, WorkspaceError> {
         let conn = self.conn();
         let mut st = conn
-            .prepare(
-                "SELECT id, task, model, protocol, status, final_answer, error, started_at, ended_at
-                 FROM runs ORDER BY id DESC LIMIT ?1",
-            )
+            .prepare(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?1"
+            ))
             .map_err(db_err("listing runs"))?;
         let rows = st
             .query_map([limit as i64], run_row)
@@ -151,8 +150,7 @@ impl Workspace {
         let conn = self.conn();
         let mut run = conn
             .query_row(
-                "SELECT id, task, model, protocol, status, final_answer, error, started_at, ended_at
-                 FROM runs WHERE id = ?1",
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
                 [id],
                 run_row,
             )
@@ -175,6 +173,10 @@ impl Workspace {
         Ok(run)
     }
 }
+
+/// The columns `run_row` reads, in its order.
+const RUN_COLUMNS: &str =
+    "id, task, model, protocol, status, final_answer, error, started_at, ended_at";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let status: String = r.get(4)?;

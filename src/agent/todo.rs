@@ -168,6 +168,17 @@ impl TodoList {
         self.items.is_empty()
     }
 
+    /// A plan as recorded in a step.
+    pub fn from_items(items: Vec<TodoItem>) -> Self {
+        let mut list = TodoList::new();
+        // Recorded plans were valid when recorded; one that is not (edited by hand) starts empty.
+        let _ = list.apply_patch(&TodoPatch::Replace {
+            items,
+            reason: String::new(),
+        });
+        list
+    }
+
     /// Items neither completed nor cancelled.
     pub fn unfinished(&self) -> Vec<&TodoItem> {
         self.items

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use burrow::llm::{LlamaEngine, LoadOptions, LoadedModel};
@@ -44,4 +45,27 @@ pub fn model() -> (MutexGuard<'static, ()>, Arc<LoadedModel>) {
         (engine, model)
     });
     (guard, model.clone())
+}
+
+/// Runs git in `dir` as `who` at `date`, with no user or system configuration: fixtures built
+/// with it have the same hashes on every machine.
+pub fn git(dir: &Path, args: &[&str], date: &str, who: (&str, &str)) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", who.0)
+        .env("GIT_AUTHOR_EMAIL", who.1)
+        .env("GIT_COMMITTER_NAME", who.0)
+        .env("GIT_COMMITTER_EMAIL", who.1)
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .expect("git runs (the test suite's fixtures are built with the git CLI)");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
