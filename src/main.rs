@@ -195,9 +195,27 @@ struct BenchArgs {
     /// Sampling temperature for the grammar measurement (0 = greedy).
     #[arg(long, default_value_t = 0.0)]
     grammar_temperature: f32,
+    /// Benchmark the agent instead: one run over the workspace, held to --steps steps, with
+    /// each step's KV-cache reuse and time to first token, and where the time went.
+    #[arg(long)]
+    agent: bool,
+    /// Steps of the agent run.
+    #[arg(long, default_value_t = 12, requires = "agent")]
+    steps: usize,
+    /// The agent's protocol.
+    #[arg(long, default_value = "json-typed", requires = "agent")]
+    protocol: String,
+    /// The agent's task.
+    #[arg(long, default_value = AGENT_BENCH_TASK, requires = "agent")]
+    task: String,
     #[arg(long)]
     json: bool,
 }
+
+/// A task that keeps an agent searching: code, commits and issues, each to be cited.
+const AGENT_BENCH_TASK: &str = "Survey how errors are handled in this workspace: find the error \
+     types in the code, the issues that report crashes, and the commits that fixed them. Cite \
+     file:line, issue numbers and commit hashes.";
 
 fn main() -> ExitCode {
     // Die quietly when the reader of our output goes away (`burrow ... | head`), as Unix tools
@@ -752,6 +770,16 @@ fn stream_reply(generation: burrow::llm::Generation) -> Result<String> {
 }
 
 fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
+    if args.agent {
+        return cli::ask::bench(
+            home,
+            &args.model,
+            &args.protocol,
+            args.steps,
+            &args.task,
+            args.json,
+        );
+    }
     let info = find_model(home, args.model.model.as_deref())?;
     let report = run_bench(
         &info.path,

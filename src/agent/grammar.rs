@@ -59,6 +59,8 @@ const THOUGHT_CHARS: u64 = 400;
 const ANSWER_CHARS: u64 = 2000;
 /// Characters of one string argument of a tool, unless its schema says otherwise.
 const ARGUMENT_CHARS: u64 = 300;
+/// Items of one list argument, unless its schema says otherwise.
+const ARGUMENT_ITEMS: u64 = 16;
 
 fn string() -> Value {
     json!({"type": "string", "maxLength": THOUGHT_CHARS})
@@ -68,7 +70,8 @@ fn answer_string() -> Value {
     json!({"type": "string", "maxLength": ANSWER_CHARS})
 }
 
-/// A tool's parameters with every string bounded (see `ARGUMENT_CHARS`).
+/// A tool's parameters with every string and list bounded (see `ARGUMENT_CHARS`,
+/// `ARGUMENT_ITEMS`).
 fn bounded(parameters: &Value) -> Value {
     fn walk(v: &mut Value) {
         match v {
@@ -80,6 +83,14 @@ fn bounded(parameters: &Value) -> Value {
                 };
                 if is_string && !o.contains_key("maxLength") && !o.contains_key("enum") {
                     o.insert("maxLength".into(), json!(ARGUMENT_CHARS));
+                }
+                let is_array = match o.get("type") {
+                    Some(Value::String(t)) => t == "array",
+                    Some(Value::Array(a)) => a.iter().any(|t| t == "array"),
+                    _ => false,
+                };
+                if is_array && !o.contains_key("maxItems") {
+                    o.insert("maxItems".into(), json!(ARGUMENT_ITEMS));
                 }
                 o.values_mut().for_each(walk);
             }
@@ -117,7 +128,7 @@ fn union(
 fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
     let patch = shape
         .todo_patch
-        .then(|| spec_for::<TodoPatch>("todo_patch").parameters);
+        .then(|| bounded(&spec_for::<TodoPatch>("todo_patch").parameters));
     let with_patch = |mut props: Vec<(&'static str, Value)>| {
         if let Some(p) = &patch {
             props.push(("todo_patch", p.clone()));
@@ -285,6 +296,7 @@ fn tool_calls(tools: &[ToolSpec]) -> Result<String, GrammarError> {
 mod tests {
     use super::*;
     use crate::agent::protocol::PROTOCOLS;
+    use crate::agent::todo::PLAN_ITEMS;
     use crate::tools::calculate::CalculateInput;
 
     /// Lists things.
@@ -449,6 +461,30 @@ mod tests {
             r#"{{"thought": "t", "action": {{"name": "calculate", "arguments": {{"expression": "{arg}"}}}}}}"#
         );
         assert!(!g.accepts(&step).unwrap());
+        // Nor a list: a plan has at most PLAN_ITEMS items, a list argument ARGUMENT_ITEMS.
+        let g = step_grammar(
+            Protocol::JsonTyped,
+            &tools(),
+            StepShape {
+                todo_patch: true,
+                ..shape
+            },
+        )
+        .unwrap();
+        let plan = |n: u32| {
+            let items: Vec<String> = (0..n)
+                .map(|i| format!(r#"{{"id": "{i}", "title": "t", "status": "pending"}}"#))
+                .collect();
+            format!(
+                r#"{{"type": "final", "thinking": "t", "final": "x", "todo_patch": {{"op": "replace", "items": [{}], "reason": "r"}}}}"#,
+                items.join(", ")
+            )
+        };
+        assert!(g.accepts(&plan(PLAN_ITEMS)).unwrap());
+        assert!(!g.accepts(&plan(PLAN_ITEMS + 1)).unwrap());
+        let labels = bounded(&json!({"type": "array", "items": {"type": "string"}}));
+        assert_eq!(labels["maxItems"], json!(ARGUMENT_ITEMS));
+        assert_eq!(labels["items"]["maxLength"], json!(ARGUMENT_CHARS));
 
         for (p, good, bad) in cases {
             let g = step_grammar(p, &tools(), shape).unwrap();

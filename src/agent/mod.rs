@@ -1,5 +1,6 @@
 //! The ReAct agent: the loop that reasons and acts over the tools with a local model.
 
+pub mod bench;
 pub mod grammar;
 pub mod hooks;
 pub mod meta;

@@ -43,6 +43,10 @@ pub struct PromptVars<'a> {
     pub protocol: Protocol,
     /// The plan is changed through the `todo_write` tool (every protocol but `json-typed`).
     pub plan_tools: bool,
+    /// `tool-calls` through a chat template that shows the model the tools and formats its
+    /// calls. When the model's template ignores `tools` (SmolLM2's does), this is false and
+    /// the prompt lists the tools and the call format itself.
+    pub native_tools: bool,
 }
 
 /// A compiled prompt template.
@@ -101,6 +105,7 @@ impl PromptTemplate {
             protocol => vars.protocol.as_str(),
             format => vars.protocol.expected_format(),
             plan_tools => vars.plan_tools,
+            native_tools => vars.native_tools,
         };
         let mut captured = tmpl.render_captured(ctx).map_err(err)?;
         captured
@@ -194,16 +199,18 @@ impl ToolView {
     }
 }
 
-/// A schema's type in a few words: `string`, `integer`, `one of: issue, pr`, `list of string`.
+/// A schema's type in a few words: `string`, `integer`, `one of "issue", "pr"`, `list of
+/// string`. Enum values are quoted as JSON, as the model must write them, and so that a list of
+/// them cannot be read on into the `, required` that may follow.
 fn type_name(schema: &Value) -> String {
     if let Some(values) = schema["enum"].as_array() {
         // A null among the values only says the argument may be left out.
         let names: Vec<String> = values
             .iter()
             .filter(|v| !v.is_null())
-            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            .map(Value::to_string)
             .collect();
-        return format!("one of: {}", names.join(", "));
+        return format!("one of {}", names.join(", "));
     }
     let kind = match &schema["type"] {
         Value::String(s) => s.clone(),
@@ -271,12 +278,15 @@ pub struct Turn {
     pub observation: String,
 }
 
-/// The chat messages of a run so far: system, task, then each step and its observation.
-pub fn messages(system: &str, task: &str, turns: &[Turn], protocol: Protocol) -> Vec<ChatMessage> {
+/// The chat messages of a run so far: system, task, then each step and its observation. With
+/// `native_calls`, tool calls are structured messages the chat template formats (and results
+/// are `tool` messages); otherwise each step is replayed as the model wrote it, and its
+/// observation is a user message.
+pub fn messages(system: &str, task: &str, turns: &[Turn], native_calls: bool) -> Vec<ChatMessage> {
     let mut out = vec![ChatMessage::system(system), ChatMessage::user(task)];
     for (i, t) in turns.iter().enumerate() {
-        match (&t.call, protocol) {
-            (Some((name, args)), Protocol::ToolCalls) => {
+        match &t.call {
+            Some((name, args)) if native_calls => {
                 let id = format!("call_{i}");
                 out.push(ChatMessage {
                     role: "assistant".into(),
@@ -343,6 +353,7 @@ mod tests {
             tools,
             protocol,
             plan_tools: protocol != Protocol::JsonTyped,
+            native_tools: protocol == Protocol::ToolCalls,
         }
     }
 
@@ -366,7 +377,7 @@ mod tests {
             "{system}"
         );
         assert!(
-            system.contains("state (one of: open, closed): open or closed."),
+            system.contains("state (one of \"open\", \"closed\"): open or closed."),
             "{system}"
         );
         assert!(
@@ -376,6 +387,15 @@ mod tests {
         // Native tool calling gets the tools through the chat template instead.
         let system = t.system(&vars(Protocol::ToolCalls, &tools)).unwrap();
         assert!(!system.contains("query (string"), "{system}");
+        // A chat template that ignores the tools: the prompt lists them and the call format.
+        let emulated = PromptVars {
+            native_tools: false,
+            ..vars(Protocol::ToolCalls, &tools)
+        };
+        let system = t.system(&emulated).unwrap();
+        insta::assert_snapshot!("system_tool-calls_emulated", system);
+        assert!(system.contains("query (string, required)"), "{system}");
+        assert!(system.contains("<tool_call>"), "{system}");
     }
 
     #[test]
@@ -397,6 +417,12 @@ mod tests {
             .observation(&vars(Protocol::ToolCalls, &tools), "3 results", "")
             .unwrap();
         assert_eq!(o, "3 results");
+        let emulated = PromptVars {
+            native_tools: false,
+            ..vars(Protocol::ToolCalls, &tools)
+        };
+        let o = t.observation(&emulated, "3 results", "").unwrap();
+        assert_eq!(o, "<tool_response>\n3 results\n</tool_response>");
     }
 
     #[test]
@@ -407,16 +433,21 @@ mod tests {
             call: Some(("calculate".into(), Map::new())),
             observation: format!("Observation: {i}"),
         };
-        for p in PROTOCOLS {
-            let two = messages("sys", "task", &[turn(0), turn(1)], p);
-            let three = messages("sys", "task", &[turn(0), turn(1), turn(2)], p);
+        for native in [false, true] {
+            let two = messages("sys", "task", &[turn(0), turn(1)], native);
+            let three = messages("sys", "task", &[turn(0), turn(1), turn(2)], native);
             assert_eq!(two.len(), 6);
-            assert_eq!(three[..6], two[..], "{}", p.as_str());
+            assert_eq!(three[..6], two[..], "native calls: {native}");
         }
-        let m = messages("sys", "task", &[turn(0)], Protocol::ToolCalls);
+        let m = messages("sys", "task", &[turn(0)], true);
         assert_eq!(m[2].tool_calls[0].function.name, "calculate");
         assert_eq!(m[3].role, "tool");
         assert_eq!(m[3].tool_call_id.as_deref(), Some("call_0"));
+        // Replayed as written: the call is in the assistant's text, the result a user message.
+        let m = messages("sys", "task", &[turn(0)], false);
+        assert!(m[2].tool_calls.is_empty());
+        assert_eq!(m[2].content, turn(0).output);
+        assert_eq!(m[3].role, "user");
     }
 
     #[test]

@@ -67,7 +67,7 @@ impl Protocol {
                 "Thought: ...\nAction: <tool>\nArgs: {...}\nor\nThought: ...\nFinal Answer: <answer>"
             }
             Protocol::ToolCalls => {
-                r#"a tool call: <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call>; answer with the final_answer tool"#
+                "<tool_call>\n{\"name\": \"<tool>\", \"arguments\": {...}}\n</tool_call>\n(the final answer is a call of the final_answer tool)"
             }
         }
     }

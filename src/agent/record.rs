@@ -65,6 +65,8 @@ pub struct ActionRecord {
 /// One step: the prompt it was decoded from (token counts), what the model wrote, how that
 /// was read, what happened, and how long each part took.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+// Steps kept by an older version lack the newer fields.
+#[serde(default)]
 pub struct StepRecord {
     pub index: usize,
     /// Tokens in the prompt, and how many of them were reused from the KV cache.
@@ -80,6 +82,11 @@ pub struct StepRecord {
     pub error: Option<String>,
     /// The plan after the step.
     pub todos: Vec<TodoItem>,
+    /// Tokens the model wrote.
+    pub generated_tokens: usize,
+    /// Preparing the model call (rendering, tokenizing, compiling the grammar); part of
+    /// `ttft_ms`.
+    pub setup_ms: f64,
     pub ttft_ms: f64,
     pub decode_ms: f64,
     pub tool_ms: f64,

@@ -34,13 +34,18 @@ use crate::workspace::{Workspace, WorkspaceError};
 pub struct AgentConfig {
     pub protocol: Protocol,
     pub max_steps: usize,
+    /// Steps taken before a final answer is accepted (0: from the first). Small models tend
+    /// to answer before they have searched; this makes them look first.
+    pub min_steps: usize,
     /// Decode every step under the protocol's grammar.
     pub grammar: bool,
     pub persona: String,
     /// What the model is told about the workspace up front.
     pub task_context: String,
     pub sampling: SamplingParams,
-    /// Tokens one step may write.
+    /// Tokens one step may write. Under a grammar, every string and list of a step is bounded
+    /// (a thought, an answer, a plan), and the default leaves room for the longest such step
+    /// a small model stuck in a loop writes, so steps end by the grammar, not by this limit.
     pub max_step_tokens: usize,
     /// A final answer is refused while the plan has items neither completed nor cancelled.
     pub require_plan_done: bool,
@@ -48,7 +53,9 @@ pub struct AgentConfig {
     pub toolbelt_threshold: usize,
     /// The same call this many times is not run again.
     pub repeat_limit: usize,
-    /// Characters of one observation the model reads at most.
+    /// Characters of one observation the model reads at most. With a small context window
+    /// the cap is lower: an observation takes at most an eighth of the window (at about four
+    /// characters a token), so a few steps still fit before summarizing.
     pub max_observation_chars: usize,
     /// Tries of a tool call that fails transiently, the first included.
     pub tool_attempts: u32,
@@ -65,6 +72,7 @@ impl Default for AgentConfig {
         AgentConfig {
             protocol: Protocol::JsonTyped,
             max_steps: 12,
+            min_steps: 0,
             grammar: true,
             persona: super::prompt::DEFAULT_PERSONA.to_string(),
             task_context: String::new(),
@@ -74,7 +82,7 @@ impl Default for AgentConfig {
                 repeat_penalty: 1.15,
                 ..SamplingParams::greedy()
             },
-            max_step_tokens: 512,
+            max_step_tokens: 1024,
             require_plan_done: true,
             toolbelt_threshold: 12,
             repeat_limit: 3,
@@ -142,6 +150,8 @@ pub enum AgentEvent {
     ContextSummarized {
         summary: String,
         messages_folded: usize,
+        /// The model's time writing the summary.
+        model_ms: f64,
     },
     Final {
         answer: String,
@@ -184,6 +194,8 @@ pub struct Agent<'a> {
     hooks: Vec<Arc<dyn Hook>>,
     clock: Arc<dyn Clock>,
     store: Option<&'a Workspace>,
+    /// `tool-calls` goes through the model's chat template (see `PromptVars::native_tools`).
+    native_tools: bool,
 }
 
 /// Everything a run carries from step to step.
@@ -207,6 +219,34 @@ struct RunState {
     system: Option<String>,
 }
 
+/// What a summary may take, and the request for one after the run's own prompt.
+const SUMMARY_TOKENS: usize = 300;
+const SUMMARY_REQUEST: &str = "Pause the task here. Write a summary of your progress so far, \
+     to continue from: what was searched, what was found (with file:line, issue numbers, \
+     commit hashes), what is still open. Plain text, at most 200 words.";
+
+/// Whether the model's chat template renders the `tools` it is given: a template that ignores
+/// them (or fails on them) would leave the model blind to its tools, so the prompt then lists
+/// them itself.
+fn template_shows_tools(model: &dyn LanguageModel) -> bool {
+    let msgs = [ChatMessage::system("s"), ChatMessage::user("u")];
+    let probe = serde_json::json!({
+        "type": "function",
+        "function": {
+            "name": "burrow_probe_tool",
+            "description": "probe",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    });
+    match (
+        model.render_chat(&msgs, None),
+        model.render_chat(&msgs, Some(&[probe])),
+    ) {
+        (Ok(without), Ok(with)) => with != without && with.contains("burrow_probe_tool"),
+        _ => false,
+    }
+}
+
 /// What one step decided.
 enum Next {
     Continue,
@@ -223,6 +263,7 @@ impl<'a> Agent<'a> {
         tools: &'a ToolRegistry,
         config: AgentConfig,
     ) -> Result<Self, AgentError> {
+        let native_tools = config.protocol == Protocol::ToolCalls && template_shows_tools(model);
         Ok(Agent {
             model,
             tools,
@@ -231,6 +272,7 @@ impl<'a> Agent<'a> {
             hooks: Vec::new(),
             clock: Arc::new(SystemClock),
             store: None,
+            native_tools,
         })
     }
 
@@ -408,6 +450,15 @@ impl<'a> Agent<'a> {
         }
     }
 
+    /// The characters an observation may take (see `AgentConfig::max_observation_chars`).
+    fn observation_chars(&self) -> usize {
+        let window = self.model.descriptor().context_length;
+        if window == 0 {
+            return self.config.max_observation_chars;
+        }
+        self.config.max_observation_chars.min(window / 2)
+    }
+
     /// The tools the model sees: the active ones, and the meta-tools the protocol needs.
     fn visible_specs(&self, active: &[String]) -> Vec<ToolSpec> {
         let mut specs: Vec<ToolSpec> = active.iter().filter_map(|n| self.tools.spec(n)).collect();
@@ -431,6 +482,7 @@ impl<'a> Agent<'a> {
             tools: specs,
             protocol: self.config.protocol,
             plan_tools: self.config.protocol != Protocol::JsonTyped,
+            native_tools: self.native_tools,
         }
     }
 
@@ -456,13 +508,13 @@ impl<'a> Agent<'a> {
                 s
             }
         };
-        let mut msgs = messages(&system, &state.task, &[], self.config.protocol);
+        let mut msgs = messages(&system, &state.task, &[], self.native_tools);
         if let Some(summary) = &state.summary {
             msgs.push(ChatMessage::user(format!(
                 "Progress so far (a summary of the earlier steps):\n{summary}"
             )));
         }
-        let all = messages(&system, &state.task, &state.turns, self.config.protocol);
+        let all = messages(&system, &state.task, &state.turns, self.native_tools);
         msgs.extend(all.into_iter().skip(2));
         // Everything but the system message is data: the task as the user typed it, and what
         // the tools returned (workspace text). Tokenized without special tokens, none of it can
@@ -473,7 +525,8 @@ impl<'a> Agent<'a> {
             .filter(|(i, m)| *i > 0 && m.role != "assistant")
             .map(|(i, _)| i)
             .collect();
-        let tools = (self.config.protocol == Protocol::ToolCalls)
+        let tools = self
+            .native_tools
             .then(|| specs.iter().map(ToolSpec::to_chat_tool).collect());
         Ok(Prompt::Chat {
             messages: msgs,
@@ -499,19 +552,76 @@ impl<'a> Agent<'a> {
     }
 
     /// Folds the older turns into a summary (with the previous summary, ReSum-style), keeping
-    /// the last `keep_recent_messages` messages verbatim. Returns whether anything was folded.
+    /// the last `keep_recent_messages` messages verbatim; when fewer turns than that already
+    /// fill the window (long observations in a small one), all but the last are folded.
+    /// Returns whether anything was folded.
     fn summarize(
         &self,
         state: &mut RunState,
+        specs: &[ToolSpec],
         cancel: &CancelToken,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<bool, AgentError> {
         // Each turn is two messages.
-        let keep_turns = self.config.keep_recent_messages.div_ceil(2);
+        let mut keep_turns = self.config.keep_recent_messages.div_ceil(2);
+        if state.turns.len() <= keep_turns {
+            keep_turns = 1;
+        }
+        // Fewer, when the kept turns alone would soon bring the prompt back to the threshold
+        // (and every step would be summarized): they take at most 40% of what it allows.
+        let window = self.model.descriptor().context_length;
+        if window > 0 {
+            let budget = (self.config.summarize_at * window as f64 * 0.4) as usize;
+            let (mut used, mut kept) = (0, 0);
+            for t in state.turns.iter().rev().take(keep_turns) {
+                used += self.model.count_tokens(&t.output)?
+                    + self.model.count_tokens(&t.observation)?;
+                if kept >= 1 && used > budget {
+                    break;
+                }
+                kept += 1;
+            }
+            keep_turns = kept.max(1);
+        }
         if state.turns.len() <= keep_turns {
             return Ok(false);
         }
         let fold = state.turns.len() - keep_turns;
+        // The summary is asked for after the step's own prompt, which the KV cache holds, so
+        // only the request is evaluated; where that does not fit (the engine found the
+        // context full), the older steps are summarized in a prompt of their own.
+        let mut in_context = self.build_messages(state, specs)?;
+        if let Prompt::Chat { messages, .. } = &mut in_context {
+            messages.push(ChatMessage::user(SUMMARY_REQUEST));
+        }
+        let room = window.saturating_sub(self.prompt_tokens(&in_context)?);
+        let prompt = if room > SUMMARY_TOKENS + 16 {
+            in_context
+        } else {
+            self.standalone_summary_prompt(state, fold)
+        };
+        let started = Instant::now();
+        let completion = self.generate(
+            GenerateRequest::new(prompt)
+                .sampling(self.config.sampling.clone())
+                .max_tokens(SUMMARY_TOKENS),
+            cancel,
+            &mut |_| {},
+        )?;
+        let model_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let summary = completion.0.trim().to_string();
+        state.summary = Some(summary.clone());
+        state.turns.drain(..fold);
+        on_event(AgentEvent::ContextSummarized {
+            summary,
+            messages_folded: fold * 2,
+            model_ms,
+        });
+        Ok(true)
+    }
+
+    /// A summary request of its own: the task, the previous summary and the steps to fold.
+    fn standalone_summary_prompt(&self, state: &RunState, fold: usize) -> Prompt {
         let mut history = String::new();
         for t in &state.turns[..fold] {
             history.push_str(&format!(
@@ -532,7 +642,7 @@ impl<'a> Agent<'a> {
              text, at most 200 words.",
             state.task
         );
-        let prompt = Prompt::Chat {
+        Prompt::Chat {
             messages: vec![
                 ChatMessage::system(
                     "You summarize an assistant's progress on a task, keeping every fact and \
@@ -542,22 +652,7 @@ impl<'a> Agent<'a> {
             ],
             tools: None,
             untrusted: vec![1],
-        };
-        let completion = self.generate(
-            GenerateRequest::new(prompt)
-                .sampling(self.config.sampling.clone())
-                .max_tokens(300),
-            cancel,
-            &mut |_| {},
-        )?;
-        let summary = completion.0.trim().to_string();
-        state.summary = Some(summary.clone());
-        state.turns.drain(..fold);
-        on_event(AgentEvent::ContextSummarized {
-            summary,
-            messages_folded: fold * 2,
-        });
-        Ok(true)
+        }
     }
 
     /// One generation: text, usage and why it stopped; tokens streamed to `on_token`. The
@@ -593,7 +688,7 @@ impl<'a> Agent<'a> {
         let mut prompt = self.build_messages(state, &specs)?;
         if window > 0
             && self.prompt_tokens(&prompt)? as f64 > self.config.summarize_at * window as f64
-            && self.summarize(state, cancel, on_event)?
+            && self.summarize(state, &specs, cancel, on_event)?
         {
             prompt = self.build_messages(state, &specs)?;
         }
@@ -606,51 +701,62 @@ impl<'a> Agent<'a> {
             .sampling(self.config.sampling.clone())
             .max_tokens(self.config.max_step_tokens)
             .stop(self.config.protocol.stop_strings().iter().copied());
+        let allow_final = index + 1 >= self.config.min_steps;
         if self.config.grammar {
+            // `tool-calls` answers through the final_answer tool: it is left out instead.
+            let grammar_specs: Vec<ToolSpec> = specs
+                .iter()
+                .filter(|s| allow_final || s.name != meta::FINAL_ANSWER)
+                .cloned()
+                .collect();
             request = request.grammar(step_grammar(
                 self.config.protocol,
-                &specs,
+                &grammar_specs,
                 StepShape {
-                    allow_final: true,
+                    allow_final,
                     todo_patch: self.config.protocol == Protocol::JsonTyped,
                 },
             )?);
         }
         let started = Instant::now();
-        let mut thoughts = ThoughtStream::new(self.config.protocol);
-        let mut on_token = |t: &str| {
-            on_event(AgentEvent::Token {
-                index,
-                text: t.to_string(),
-            });
-            let delta = thoughts.push(t);
-            if !delta.is_empty() {
-                on_event(AgentEvent::ThoughtDelta { index, text: delta });
-            }
-        };
-        let generated = match self.generate(request.clone(), cancel, &mut on_token) {
-            // Reactively: the prompt did not fit. Fold what can be folded and try once more.
-            Err(AgentError::Model(LlmError::ContextFull { .. }))
-                if self.summarize(state, cancel, on_event)? =>
-            {
+        let mut retried = false;
+        let (output, usage, stop) = loop {
+            let mut thoughts = ThoughtStream::new(self.config.protocol);
+            let mut on_token = |t: &str| {
+                on_event(AgentEvent::Token {
+                    index,
+                    text: t.to_string(),
+                });
+                let delta = thoughts.push(t);
+                if !delta.is_empty() {
+                    on_event(AgentEvent::ThoughtDelta { index, text: delta });
+                }
+            };
+            let result = self.generate(request.clone(), cancel, &mut on_token);
+            // Reactively: the prompt did not fit, or the step ran into the end of the window.
+            // Fold what can be folded and write the step once more.
+            let full = matches!(
+                result,
+                Err(AgentError::Model(LlmError::ContextFull { .. }))
+                    | Ok((_, _, StopReason::ContextFull))
+            );
+            if full && !retried && self.summarize(state, &specs, cancel, on_event)? {
+                retried = true;
                 request.prompt = self.build_messages(state, &specs)?;
-                let mut on_token = |t: &str| {
-                    on_event(AgentEvent::Token {
-                        index,
-                        text: t.to_string(),
-                    })
-                };
-                self.generate(request, cancel, &mut on_token)?
+                // The step starts over: what streamed of it so far is void.
+                on_event(AgentEvent::StepStarted { index });
+                continue;
             }
-            other => other?,
+            break result?;
         };
-        let (output, usage, stop) = generated;
         let model_ms = started.elapsed().as_secs_f64() * 1000.0;
         let mut record = StepRecord {
             index,
             prompt_tokens: usage.prompt_tokens,
             cached_tokens: usage.cached_tokens,
             output: output.clone(),
+            generated_tokens: usage.generated_tokens,
+            setup_ms: usage.setup_ms,
             ttft_ms: usage.time_to_first_token_ms,
             decode_ms: (model_ms - usage.time_to_first_token_ms).max(0.0),
             ..Default::default()
@@ -675,6 +781,12 @@ impl<'a> Agent<'a> {
                 "the step was cut off after {} tokens: write a shorter one. Write exactly one \
                  step in this format: {}",
                 self.config.max_step_tokens,
+                self.config.protocol.expected_format()
+            ))
+        } else if stop == StopReason::ContextFull {
+            Err(format!(
+                "the step was cut off: the context window is full. Write a short step, or \
+                 give the final answer. Write exactly one step in this format: {}",
                 self.config.protocol.expected_format()
             ))
         } else {
@@ -711,6 +823,17 @@ impl<'a> Agent<'a> {
 
         match decision {
             Decision::Finish { answer, status } => {
+                if !allow_final {
+                    notes.push(format!(
+                        "The final answer was refused: search the workspace first. This was \
+                         step {} of at least {} before answering.",
+                        index + 1,
+                        self.config.min_steps
+                    ));
+                    record.error = Some("final answer refused: too early".into());
+                    let text = notes.join("\n");
+                    return self.finish_step(state, record, None, Some((text, true)), on_event);
+                }
                 let open = state.plan.unfinished();
                 if self.config.require_plan_done
                     && status == FinalStatus::Completed
@@ -899,7 +1022,7 @@ impl<'a> Agent<'a> {
         let result = self.call_tool(state, action, on_event);
         match result {
             Ok(text) => {
-                let text = cap(&text, self.config.max_observation_chars);
+                let text = cap(&text, self.observation_chars());
                 let entry = state.calls.entry(key).or_insert((0, String::new()));
                 entry.0 += 1;
                 entry.1 = text.clone();

@@ -60,11 +60,14 @@ pub enum Priority {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoItem {
     /// A short id, unique in the plan, like "1" or "find-crash".
+    #[schemars(length(max = 24))]
     pub id: String,
     /// What to do, in a few words.
+    #[schemars(length(max = 80))]
     pub title: String,
     /// More detail, when useful.
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(length(max = 160))]
     pub description: String,
     /// pending, in_progress, completed, failed, blocked or cancelled.
     #[serde(default)]
@@ -74,6 +77,7 @@ pub struct TodoItem {
     pub priority: Option<Priority>,
     /// Ids of the items that must be done first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 6))]
     pub dependencies: Vec<String>,
 }
 
@@ -81,44 +85,66 @@ pub struct TodoItem {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoItemUpdate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 80))]
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 160))]
     pub description: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TodoStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Priority>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 6))]
     pub dependencies: Option<Vec<String>>,
 }
 
 /// One change to the plan, with why it is made.
+/// Items a plan written at once may have, as the step grammar allows (a small model otherwise
+/// writes items until its token budget runs out). Longer plans are built with `add`.
+pub const PLAN_ITEMS: u32 = 6;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum TodoPatch {
     /// Replace the whole plan with these items.
     Replace {
+        #[schemars(length(max = PLAN_ITEMS))]
         items: Vec<TodoItem>,
+        #[schemars(length(max = 120))]
         reason: String,
     },
     /// Add one item at the end.
-    Add { item: TodoItem, reason: String },
+    Add {
+        item: TodoItem,
+        #[schemars(length(max = 120))]
+        reason: String,
+    },
     /// Change some fields of the item with this id.
     Update {
+        #[schemars(length(max = 24))]
         item_id: String,
         item: TodoItemUpdate,
+        #[schemars(length(max = 120))]
         reason: String,
     },
     /// Remove the item with this id.
-    Remove { item_id: String, reason: String },
+    Remove {
+        #[schemars(length(max = 24))]
+        item_id: String,
+        #[schemars(length(max = 120))]
+        reason: String,
+    },
 }
 
 /// An item as `todo_write` gives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoWriteItem {
     /// A short id, unique in the plan.
+    #[schemars(length(max = 24))]
     pub id: String,
     /// What to do.
+    #[schemars(length(max = 80))]
     pub content: String,
     /// pending, in_progress, completed, failed, blocked or cancelled.
     #[serde(default)]
@@ -129,6 +155,7 @@ pub struct TodoWriteItem {
 /// and new ids are added, otherwise they replace the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoWrite {
+    #[schemars(length(max = PLAN_ITEMS))]
     pub todos: Vec<TodoWriteItem>,
     #[serde(default)]
     pub merge: bool,

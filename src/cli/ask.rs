@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use burrow::agent::bench::bench_agent;
 use burrow::agent::hooks::{TraceHook, TracingHook};
 use burrow::agent::prompt::{workspace_summary, PromptTemplate};
 use burrow::agent::protocol::{Protocol, PROTOCOLS};
@@ -26,6 +27,10 @@ pub struct AskArgs {
     pub protocol: String,
     #[arg(long, default_value_t = 12)]
     pub max_steps: usize,
+    /// Steps before a final answer is accepted (small models otherwise answer before they
+    /// have looked).
+    #[arg(long, default_value_t = 0)]
+    pub min_steps: usize,
     /// Decode steps freely, without the protocol's grammar (the parser is then tolerant, and
     /// what it cannot read goes back to the model).
     #[arg(long)]
@@ -50,15 +55,56 @@ pub struct AskArgs {
     pub task: Option<String>,
 }
 
-pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
-    let Some(protocol) = Protocol::parse_name(&args.protocol) else {
+fn protocol(name: &str) -> Result<Protocol> {
+    let Some(protocol) = Protocol::parse_name(name) else {
         let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
         bail!(
-            "unknown protocol {:?}: it is one of {}",
-            args.protocol,
+            "unknown protocol {name:?}: it is one of {}",
             names.join(", ")
         );
     };
+    Ok(protocol)
+}
+
+/// `burrow bench --agent`: one run of exactly `steps` steps over the workspace, measured.
+pub fn bench(
+    home: &BurrowHome,
+    model: &crate::ModelArgs,
+    protocol_name: &str,
+    steps: usize,
+    task: &str,
+    json: bool,
+) -> Result<ExitCode> {
+    if steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    let protocol = protocol(protocol_name)?;
+    let ws = Arc::new(Workspace::open(home)?);
+    let tools = burrow::tools::all_tools(ws.clone())?;
+    let config = AgentConfig {
+        protocol,
+        max_steps: steps,
+        min_steps: steps,
+        task_context: workspace_summary(&ws)?,
+        ..Default::default()
+    };
+    let (model, _engine) = crate::load_model(home, model)?;
+    let agent = Agent::new(&*model, &tools, config)?.with_store(&ws);
+    let report = bench_agent(&agent, task);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(if report.status == RunStatus::Error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
+    let protocol = protocol(&args.protocol)?;
     let prompt = match &args.prompt_template {
         Some(path) => PromptTemplate::from_file(path)?,
         None => PromptTemplate::builtin()?,
@@ -70,6 +116,7 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     let mut config = AgentConfig {
         protocol,
         max_steps: args.max_steps,
+        min_steps: args.min_steps,
         grammar: !args.no_grammar,
         task_context: workspace_summary(&ws)?,
         ..Default::default()

@@ -294,6 +294,10 @@ pub struct Usage {
     /// Prompt tokens whose KV entries were reused from the previous call.
     pub cached_tokens: usize,
     pub generated_tokens: usize,
+    /// Preparing the request before the model runs: rendering and tokenizing the prompt,
+    /// compiling the grammar. Part of the time to first token.
+    #[serde(default)]
+    pub setup_ms: f64,
     pub prefill_ms: f64,
     pub decode_ms: f64,
     pub time_to_first_token_ms: f64,

@@ -11,6 +11,7 @@ use super::engine::{
     GenerateRequest, Generation, GenerationEvent, LanguageModel, LlmError, ModelDescriptor, Prompt,
     StopReason, Usage,
 };
+use super::grammar::Grammar;
 use super::stream::StopMatcher;
 use super::template::{ChatContext, ChatMessage, ChatTemplate, TemplateError};
 use super::tokens::estimate_tokens;
@@ -50,6 +51,8 @@ pub struct RecordedRequest {
     pub stop: Vec<String>,
     pub max_tokens: Option<usize>,
     pub has_grammar: bool,
+    /// The grammar as text (GBNF, Lark, or the JSON Schema), for tests to read.
+    pub grammar: Option<String>,
 }
 
 #[derive(Default)]
@@ -91,6 +94,12 @@ impl FakeModel {
 
     pub fn with_context_length(mut self, n: usize) -> Self {
         self.context_length = n;
+        self
+    }
+
+    /// Renders chat prompts with this chat template instead of ChatML (which ignores tools).
+    pub fn with_template(mut self, source: &str) -> Self {
+        self.template = Arc::new(ChatTemplate::new(source));
         self
     }
 
@@ -163,6 +172,10 @@ impl LanguageModel for FakeModel {
                 stop: request.stop.clone(),
                 max_tokens: request.max_tokens,
                 has_grammar: request.grammar.is_some(),
+                grammar: request.grammar.as_ref().map(|g| match g {
+                    Grammar::Gbnf(s) | Grammar::Lark(s) => s.clone(),
+                    Grammar::JsonSchema(v) => v.to_string(),
+                }),
             });
             let turn = st.turns.pop_front().ok_or_else(|| {
                 LlmError::Script(format!(
@@ -172,15 +185,18 @@ impl LanguageModel for FakeModel {
             })?;
             (turn, estimate_tokens(&common)?)
         };
+        let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (generation, sink) = Generation::channel();
         let stop = request.stop.clone();
         let max_tokens = request.max_tokens;
+        let window = self.context_length;
         // A thread, like the real engine: events arrive asynchronously and cancellation races
         // with generation the same way.
         std::thread::spawn(move || {
             let mut usage = Usage {
                 prompt_tokens,
                 cached_tokens: cached,
+                setup_ms,
                 ..Default::default()
             };
             let mut stops = StopMatcher::new(&stop);
@@ -208,6 +224,11 @@ impl LanguageModel for FakeModel {
                 }
                 if max_tokens.is_some_and(|m| usage.generated_tokens >= m) {
                     reason = StopReason::MaxTokens;
+                    break;
+                }
+                // As the engine does when the window fills up mid-reply.
+                if prompt_tokens + usage.generated_tokens >= window {
+                    reason = StopReason::ContextFull;
                     break;
                 }
             }

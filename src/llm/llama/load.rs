@@ -336,6 +336,7 @@ impl LoadJob {
         let (job_tx, job_rx) = std_mpsc::channel::<Command>();
         let (released_tx, released_rx) = std_mpsc::channel::<()>();
         let closing = Arc::new(AtomicBool::new(false));
+        let last: super::worker::SharedSequence = Arc::default();
         let handle = match LoadedModel::new(
             &model,
             self.info.clone(),
@@ -345,6 +346,7 @@ impl LoadJob {
             load_ms,
             released_rx,
             closing.clone(),
+            last.clone(),
         ) {
             Ok(h) => Arc::new(h),
             Err(e) => return self.fail(e),
@@ -361,7 +363,7 @@ impl LoadJob {
         // The engine's copy keeps the handle alive; this thread must not hold one, or dropping
         // the last handle here would have this thread wait for itself.
         let _ = self.events.send(LoadEvent::Loaded(handle));
-        let worker = Worker::new(ctx, &model, self.opts.batch_size as usize);
+        let worker = Worker::new(ctx, &model, self.opts.batch_size as usize, last);
         drop(self);
         worker.serve(job_rx, &closing);
         // The context went with the worker; the model goes now (the handle's reference is

@@ -11,7 +11,7 @@ use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
 
-use super::worker::{Command, Constraint, Job};
+use super::worker::{Command, Constraint, Job, LastSequence, SharedSequence};
 use super::{lock, GrammarBackend, MemoryEstimate, ResolvedLoadOptions, MAX_PROMPT_BYTES};
 use crate::llm::engine::{
     CancelToken, GenerateRequest, Generation, LanguageModel, LlmError, ModelDescriptor, Prompt,
@@ -49,6 +49,8 @@ pub struct LoadedModel {
     /// The texts that parse as special tokens (`<|im_end|>`...), longest first.
     special_texts: Vec<String>,
     grammar_backend: Mutex<GrammarBackend>,
+    /// What the model's KV cache holds, published by its thread after each generation.
+    last: SharedSequence,
     /// llguidance's view of this model's vocabulary, built on first use (it walks the whole
     /// vocabulary once).
     guidance: OnceLock<Result<llguidance::ParserFactory, String>>,
@@ -74,6 +76,7 @@ impl LoadedModel {
         load_ms: f64,
         released: std_mpsc::Receiver<()>,
         closing: Arc<AtomicBool>,
+        last: SharedSequence,
     ) -> Result<Self, LlmError> {
         let vocab = model.vocab();
         let token_text = |t: LlamaToken| -> String {
@@ -148,6 +151,7 @@ impl LoadedModel {
             eog_tokens,
             special_texts,
             grammar_backend: Mutex::new(GrammarBackend::default()),
+            last,
             guidance: OnceLock::new(),
         })
     }
@@ -249,6 +253,36 @@ impl LoadedModel {
         }
         if vocab.should_add_bos() && tokens.first() != Some(&vocab.bos()) {
             tokens.insert(0, vocab.bos());
+        }
+        Ok(tokens)
+    }
+
+    /// Tokenizes a prompt for generation: where it continues the sequence the KV cache holds
+    /// (the last prompt, then what the model wrote), that part keeps the cached tokens, the
+    /// generated ones as sampled, and only the rest is tokenized.
+    fn tokenize_after_last(
+        &self,
+        model: &LlamaModel,
+        segments: &[PromptSegment],
+    ) -> Result<Vec<LlamaToken>, LlmError> {
+        let reuse = lock(&self.last)
+            .as_ref()
+            .and_then(|last| continuation(last, segments).map(|(n, rest)| (last, n, rest)))
+            .map(|(last, n, rest)| {
+                let mut tokens = last.prompt.clone();
+                tokens.extend(last.generated[..n].iter().map(|(t, _)| *t));
+                (tokens, rest)
+            });
+        let Some((mut tokens, rest)) = reuse else {
+            return self.tokenize(model, segments);
+        };
+        let total: usize = segments.iter().map(|s| s.text.len()).sum();
+        if total > MAX_PROMPT_BYTES {
+            return self.tokenize(model, segments);
+        }
+        let vocab = model.vocab();
+        for seg in rest.iter().filter(|s| !s.text.is_empty()) {
+            vocab.tokenize_into(seg.text.as_bytes(), &mut tokens, false, seg.trusted);
         }
         Ok(tokens)
     }
@@ -515,6 +549,54 @@ fn splice(template_text: &str, contents: &[&str], rendered: &str) -> Option<Vec<
     (joined == rendered).then_some(segments)
 }
 
+/// Whether `segments` continue `last`: the same segments up to the last one, which extends the
+/// last one with the same trust. Returns how many of the generated tokens the continuation
+/// spells out (each within one segment, as separate tokenization of segments would have it,
+/// and ending on a character boundary), and the segments that remain to be tokenized.
+/// Control tokens have no text in `generated` and so end the match: the model's own
+/// end-of-turn is the template's to write.
+fn continuation(
+    last: &LastSequence,
+    segments: &[PromptSegment],
+) -> Option<(usize, Vec<PromptSegment>)> {
+    let n = last.segments.len();
+    if n == 0 || segments.len() < n || last.segments[..n - 1] != segments[..n - 1] {
+        return None;
+    }
+    let (old, new) = (&last.segments[n - 1], &segments[n - 1]);
+    if old.trusted != new.trusted || !new.text.starts_with(&old.text) {
+        return None;
+    }
+    let (mut seg, mut off) = (n - 1, old.text.len());
+    // Where each matched token ended, to back off to a character boundary.
+    let mut ends: Vec<(usize, usize)> = Vec::new();
+    for (_, piece) in &last.generated {
+        while seg < segments.len() && off == segments[seg].text.len() {
+            seg += 1;
+            off = 0;
+        }
+        let Some(s) = segments.get(seg) else { break };
+        if piece.is_empty() || !s.text.as_bytes()[off..].starts_with(piece) {
+            break;
+        }
+        off += piece.len();
+        ends.push((seg, off));
+    }
+    while let Some(&(s, o)) = ends.last() {
+        if segments[s].text.is_char_boundary(o) {
+            break;
+        }
+        ends.pop();
+    }
+    let (seg, off) = ends.last().copied().unwrap_or((n - 1, old.text.len()));
+    let mut rest = vec![PromptSegment {
+        text: segments[seg].text[off..].to_string(),
+        trusted: segments[seg].trusted,
+    }];
+    rest.extend(segments[seg + 1..].iter().cloned());
+    Some((ends.len(), rest))
+}
+
 impl LanguageModel for LoadedModel {
     fn descriptor(&self) -> ModelDescriptor {
         ModelDescriptor {
@@ -533,7 +615,7 @@ impl LanguageModel for LoadedModel {
         }
         let model = self.llama_model()?;
         let segments = self.segments(&request.prompt)?;
-        let tokens = self.tokenize(&model, &segments)?;
+        let tokens = self.tokenize_after_last(&model, &segments)?;
         if tokens.is_empty() {
             return Err(LlmError::EmptyPrompt);
         }
@@ -554,6 +636,7 @@ impl LanguageModel for LoadedModel {
         let (generation, sink) = Generation::channel();
         *lock(&self.active) = Some(generation.cancel_token());
         let job = Job {
+            segments,
             tokens,
             chain,
             constraint,
@@ -561,6 +644,7 @@ impl LanguageModel for LoadedModel {
             max_tokens: request.max_tokens,
             sink,
             started,
+            setup_ms: started.elapsed().as_secs_f64() * 1000.0,
         };
         self.send(Command::Generate(job))?;
         Ok(generation)
@@ -597,6 +681,88 @@ impl Drop for LoadedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn seg(text: &str, trusted: bool) -> PromptSegment {
+        PromptSegment {
+            text: text.into(),
+            trusted,
+        }
+    }
+
+    fn last(segments: Vec<PromptSegment>, pieces: &[&[u8]]) -> LastSequence {
+        LastSequence {
+            segments,
+            prompt: vec![LlamaToken(1), LlamaToken(2)],
+            generated: pieces
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (LlamaToken(100 + i as i32), p.to_vec()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_prompt_that_replays_the_output_continues_through_the_generated_tokens() {
+        let l = last(
+            vec![seg("sys", true), seg("<a>", true)],
+            &[b"{", b"\"x", b"\":1}", b"\n", b"Obs"],
+        );
+        // The output is replayed up to the stop string the model went on to write.
+        let new = vec![
+            seg("sys", true),
+            seg("<a>{\"x\":1}<e><u>", true),
+            seg("data", false),
+            seg("<e>", true),
+        ];
+        let (n, rest) = continuation(&l, &new).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(
+            rest,
+            vec![seg("<e><u>", true), seg("data", false), seg("<e>", true)]
+        );
+        // Into the next segment, one whole token at a time.
+        let l = last(vec![seg("a", true)], &[b"x", b"y", b"zz"]);
+        let (n, rest) = continuation(&l, &[seg("a", true), seg("xyz", false)]).unwrap();
+        assert_eq!((n, rest), (2, vec![seg("z", false)]));
+    }
+
+    #[test]
+    fn a_prompt_that_does_not_continue_the_cache_is_tokenized_anew() {
+        let l = last(vec![seg("sys", true), seg("<a>", true)], &[b"x"]);
+        assert_eq!(
+            continuation(&l, &[seg("SYS", true), seg("<a>x", true)]),
+            None
+        );
+        assert_eq!(
+            continuation(&l, &[seg("sys", true), seg("<a>x", false)]),
+            None
+        );
+        assert_eq!(
+            continuation(&l, &[seg("sys", true), seg("<b>x", true)]),
+            None
+        );
+        assert_eq!(continuation(&l, &[seg("sys", true)]), None);
+        // The same prefix, other text after it: nothing generated is reused.
+        let (n, rest) = continuation(&l, &[seg("sys", true), seg("<a>y", true)]).unwrap();
+        assert_eq!((n, rest), (0, vec![seg("y", true)]));
+    }
+
+    #[test]
+    fn the_reused_tokens_end_on_a_character_and_before_a_control_token() {
+        // "é" is two bytes; a token may hold one of them.
+        let l = last(vec![seg("a", true)], &[b"\xc3", b"\xa9", b"!"]);
+        let (n, _) = continuation(&l, &[seg("aé!", true)]).unwrap();
+        assert_eq!(n, 3);
+        let (n, rest) = continuation(&l, &[seg("aé?", true)]).unwrap();
+        assert_eq!((n, rest), (2, vec![seg("?", true)]));
+        let l = last(vec![seg("a", true)], &[b"\xc3", b"x"]);
+        let (n, rest) = continuation(&l, &[seg("aé", true)]).unwrap();
+        assert_eq!((n, rest), (0, vec![seg("é", true)]));
+        // A control token has no text: the match ends there.
+        let l = last(vec![seg("a", true)], &[b"x", b"", b"y"]);
+        let (n, rest) = continuation(&l, &[seg("axy", true)]).unwrap();
+        assert_eq!((n, rest), (1, vec![seg("y", true)]));
+    }
 
     #[test]
     fn splice_recovers_template_text_and_contents() {

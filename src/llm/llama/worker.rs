@@ -2,6 +2,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use llama_cpp_2::context::LlamaContext;
@@ -12,7 +13,10 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
-use crate::llm::engine::{GenerationEvent, GenerationSink, LlmError, StopReason, Usage};
+use super::lock;
+use crate::llm::engine::{
+    GenerationEvent, GenerationSink, LlmError, PromptSegment, StopReason, Usage,
+};
 use crate::llm::grammar::GrammarError;
 use crate::llm::stream::{StopMatcher, Utf8Stream};
 
@@ -28,7 +32,24 @@ pub(super) enum Command {
     CachedTokens(std_mpsc::Sender<usize>),
 }
 
+/// What the KV cache holds after a generation, as the handle needs it to tokenize the next
+/// prompt: the prompt's segments and tokens, then each generated token that was decoded, with
+/// its text. A next prompt that replays the output is then tokenized as the model wrote it, so
+/// the cache is reused through the output too (tokenizing the text anew often splits it
+/// differently than the sampled tokens did).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct LastSequence {
+    pub(super) segments: Vec<PromptSegment>,
+    pub(super) prompt: Vec<LlamaToken>,
+    pub(super) generated: Vec<(LlamaToken, Vec<u8>)>,
+}
+
+/// Shared between the handle and the model's thread; `None` while the cache is changing or
+/// unknown.
+pub(super) type SharedSequence = Arc<Mutex<Option<LastSequence>>>;
+
 pub(super) struct Job {
+    pub(super) segments: Vec<PromptSegment>,
     pub(super) tokens: Vec<LlamaToken>,
     pub(super) chain: LlamaSampler,
     pub(super) constraint: Option<Constraint>,
@@ -36,6 +57,8 @@ pub(super) struct Job {
     pub(super) max_tokens: Option<usize>,
     pub(super) sink: GenerationSink,
     pub(super) started: Instant,
+    /// How long the request took to prepare (see `Usage::setup_ms`).
+    pub(super) setup_ms: f64,
 }
 
 /// The model's thread: owns the context and the record of which tokens its KV cache holds.
@@ -49,10 +72,16 @@ pub(super) struct Worker<'m> {
     n_batch: usize,
     /// Reused candidate buffer (one entry per vocabulary token).
     candidates: Vec<LlamaTokenData>,
+    last: SharedSequence,
 }
 
 impl<'m> Worker<'m> {
-    pub(super) fn new(ctx: LlamaContext<'m>, model: &'m LlamaModel, n_batch: usize) -> Self {
+    pub(super) fn new(
+        ctx: LlamaContext<'m>,
+        model: &'m LlamaModel,
+        n_batch: usize,
+        last: SharedSequence,
+    ) -> Self {
         Worker {
             ctx,
             model,
@@ -60,6 +89,7 @@ impl<'m> Worker<'m> {
             batch: LlamaBatch::new(n_batch, 1),
             n_batch,
             candidates: Vec::new(),
+            last,
         }
     }
 
@@ -95,6 +125,7 @@ impl<'m> Worker<'m> {
     fn reset(&mut self) {
         self.ctx.clear_kv_cache();
         self.cached.clear();
+        *lock(&self.last) = None;
     }
 
     fn decode_batch(&mut self) -> Result<(), LlmError> {
@@ -107,7 +138,11 @@ impl<'m> Worker<'m> {
     }
 
     fn generate(&mut self, job: Job) -> (Usage, Result<StopReason, LlmError>) {
+        // The cache is about to change: until this generation has ended well, the handle
+        // tokenizes from scratch.
+        *lock(&self.last) = None;
         let Job {
+            segments,
             tokens,
             mut chain,
             mut constraint,
@@ -115,10 +150,12 @@ impl<'m> Worker<'m> {
             max_tokens,
             sink,
             started,
+            setup_ms,
         } = job;
         let n_ctx = self.ctx.n_ctx() as usize;
         let mut usage = Usage {
             prompt_tokens: tokens.len(),
+            setup_ms,
             ..Default::default()
         };
         // Preconditions llama.cpp would abort on, re-checked where the context is known.
@@ -194,6 +231,7 @@ impl<'m> Worker<'m> {
         let mut stops = StopMatcher::new(&stop);
         let mut decode_start: Option<Instant> = None;
         let mut piece = Vec::new();
+        let mut generated: Vec<(LlamaToken, Vec<u8>)> = Vec::new();
         let reason = loop {
             if sink.is_cancelled() {
                 break StopReason::Cancelled;
@@ -248,8 +286,16 @@ impl<'m> Worker<'m> {
                 return (usage, Err(e));
             }
             self.cached.push(token);
+            generated.push((token, piece.clone()));
             logits_row = 0;
         };
+        if self.cached.len() == tokens.len() + generated.len() {
+            *lock(&self.last) = Some(LastSequence {
+                segments,
+                prompt: tokens,
+                generated,
+            });
+        }
         usage.decode_ms = decode_start.map(ms).unwrap_or(0.0);
         if reason != StopReason::StopString {
             // Text held back as a possible start of a stop string, or an unfinished character.
