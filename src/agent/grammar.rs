@@ -73,23 +73,22 @@ fn answer_string() -> Value {
 /// A tool's parameters with every string and list bounded (see `ARGUMENT_CHARS`,
 /// `ARGUMENT_ITEMS`).
 fn bounded(parameters: &Value) -> Value {
+    /// `"type": name`, or a list of types with it (`["string", "null"]`).
+    fn has_type(o: &serde_json::Map<String, Value>, name: &str) -> bool {
+        match o.get("type") {
+            Some(Value::String(t)) => t == name,
+            Some(Value::Array(a)) => a.iter().any(|t| t == name),
+            _ => false,
+        }
+    }
     fn walk(v: &mut Value) {
         match v {
             Value::Object(o) => {
-                let is_string = match o.get("type") {
-                    Some(Value::String(t)) => t == "string",
-                    Some(Value::Array(a)) => a.iter().any(|t| t == "string"),
-                    _ => false,
-                };
-                if is_string && !o.contains_key("maxLength") && !o.contains_key("enum") {
+                if has_type(o, "string") && !o.contains_key("maxLength") && !o.contains_key("enum")
+                {
                     o.insert("maxLength".into(), json!(ARGUMENT_CHARS));
                 }
-                let is_array = match o.get("type") {
-                    Some(Value::String(t)) => t == "array",
-                    Some(Value::Array(a)) => a.iter().any(|t| t == "array"),
-                    _ => false,
-                };
-                if is_array && !o.contains_key("maxItems") {
+                if has_type(o, "array") && !o.contains_key("maxItems") {
                     o.insert("maxItems".into(), json!(ARGUMENT_ITEMS));
                 }
                 o.values_mut().for_each(walk);

@@ -236,6 +236,11 @@ impl LoadedModel {
         model: &LlamaModel,
         segments: &[PromptSegment],
     ) -> Result<Vec<LlamaToken>, LlmError> {
+        self.check_size(segments)?;
+        Ok(append_tokens(model, Vec::new(), segments))
+    }
+
+    fn check_size(&self, segments: &[PromptSegment]) -> Result<(), LlmError> {
         let total: usize = segments.iter().map(|s| s.text.len()).sum();
         if total > MAX_PROMPT_BYTES {
             return Err(LlmError::ContextFull {
@@ -243,18 +248,7 @@ impl LoadedModel {
                 available: self.options.context_size as usize,
             });
         }
-        let vocab = model.vocab();
-        let mut tokens = Vec::new();
-        for seg in segments {
-            if seg.text.is_empty() {
-                continue;
-            }
-            vocab.tokenize_into(seg.text.as_bytes(), &mut tokens, false, seg.trusted);
-        }
-        if vocab.should_add_bos() && tokens.first() != Some(&vocab.bos()) {
-            tokens.insert(0, vocab.bos());
-        }
-        Ok(tokens)
+        Ok(())
     }
 
     /// Tokenizes a prompt for generation: where it continues the sequence the KV cache holds
@@ -273,18 +267,11 @@ impl LoadedModel {
                 tokens.extend(last.generated[..n].iter().map(|(t, _)| *t));
                 (tokens, rest)
             });
-        let Some((mut tokens, rest)) = reuse else {
-            return self.tokenize(model, segments);
-        };
-        let total: usize = segments.iter().map(|s| s.text.len()).sum();
-        if total > MAX_PROMPT_BYTES {
-            return self.tokenize(model, segments);
-        }
-        let vocab = model.vocab();
-        for seg in rest.iter().filter(|s| !s.text.is_empty()) {
-            vocab.tokenize_into(seg.text.as_bytes(), &mut tokens, false, seg.trusted);
-        }
-        Ok(tokens)
+        self.check_size(segments)?;
+        Ok(match reuse {
+            Some((prefix, rest)) => append_tokens(model, prefix, &rest),
+            None => append_tokens(model, Vec::new(), segments),
+        })
     }
 
     fn segments(&self, prompt: &Prompt) -> Result<Vec<PromptSegment>, LlmError> {
@@ -547,6 +534,24 @@ fn splice(template_text: &str, contents: &[&str], rendered: &str) -> Option<Vec<
     }
     let joined: String = segments.iter().map(|s| s.text.as_str()).collect();
     (joined == rendered).then_some(segments)
+}
+
+/// Appends the tokens of `segments` to `tokens` (the prompt so far), each segment tokenized on
+/// its own, with special tokens parsed only in trusted ones; a prompt that starts here gets the
+/// model's BOS.
+fn append_tokens(
+    model: &LlamaModel,
+    mut tokens: Vec<LlamaToken>,
+    segments: &[PromptSegment],
+) -> Vec<LlamaToken> {
+    let vocab = model.vocab();
+    for seg in segments.iter().filter(|s| !s.text.is_empty()) {
+        vocab.tokenize_into(seg.text.as_bytes(), &mut tokens, false, seg.trusted);
+    }
+    if vocab.should_add_bos() && tokens.first() != Some(&vocab.bos()) {
+        tokens.insert(0, vocab.bos());
+    }
+    tokens
 }
 
 /// Whether `segments` continue `last`: the same segments up to the last one, which extends the
