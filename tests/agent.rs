@@ -287,8 +287,16 @@ fn tool_errors_are_observations_and_the_loop_guard_stops_repeats() {
         obs[1].contains("already called lookup") && obs[1].contains("no entry for nothing"),
         "{obs:?}"
     );
+    assert_eq!(obs[2], "wallet: see issue #918");
+    // The same result again, still in the prompt, is not shown twice.
+    for o in &obs[3..5] {
+        assert_eq!(
+            *o,
+            "The same result as the last time lookup was called with these arguments (above)."
+        );
+    }
     assert!(
-        obs[5].contains("repeating yourself") && obs[5].contains("wallet: see issue #918"),
+        obs[5].contains("repeating yourself") && obs[5].contains("What it returned is above"),
         "{obs:?}"
     );
     // The failed call ran once, the good one three times (the default limit).
@@ -496,7 +504,7 @@ fn the_toolbelt_starts_with_meta_tools_and_adds_on_request() {
             .trim_end_matches("<|im_start|>assistant\n")
     ));
     assert!(
-        obs[2].contains("lookup: Looks up a word") && obs[2].contains("\"word\""),
+        obs[2].contains("call it from the next step: lookup(word: string): Looks up a word"),
         "{obs:?}"
     );
     assert!(!requests[5]
@@ -651,6 +659,13 @@ fn prompt_sizes(tools: &ToolRegistry, cfg: &AgentConfig) -> (Vec<usize>, RunOutc
     (sizes, outcome)
 }
 
+/// A context window whose summarizing threshold (`summarize_at`) the third prompt of
+/// `lookups_then` passes and the second does not.
+fn window_passed_at_third_prompt(tools: &ToolRegistry, cfg: &AgentConfig) -> usize {
+    let (sizes, _) = prompt_sizes(tools, cfg);
+    ((sizes[1] + sizes[2]) as f64 / 2.0 / cfg.summarize_at) as usize
+}
+
 #[test]
 fn long_observations_are_capped_and_old_steps_summarized() {
     let lookup = Lookup::default();
@@ -715,6 +730,38 @@ fn long_observations_are_capped_and_old_steps_summarized() {
         last.contains("wallet: see issue #918"),
         "the recent step stays verbatim"
     );
+}
+
+/// A result a summary folded away is shown again in full when the call is repeated.
+#[test]
+fn a_repeated_result_is_shown_again_once_summarized_away() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let cfg = AgentConfig {
+        max_observation_chars: 120,
+        keep_recent_messages: 2,
+        ..config(p)
+    };
+    let window = window_passed_at_third_prompt(&tools, &cfg);
+    // The long result again brings the prompt past the threshold: a second summary.
+    let again = call(p, "lookup", json!({"word": "long"}));
+    let middle = [
+        "Looked up long and wallet.",
+        &again,
+        "Looked up long twice.",
+    ];
+    let model = FakeModel::new(lookups_then(p, &middle)).with_context_length(window);
+    let (outcome, _) = run(&Agent::new(&model, &tools, cfg).unwrap(), "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let obs: Vec<&str> = outcome
+        .steps
+        .iter()
+        .map(|s| s.observation.as_deref().unwrap_or(""))
+        .collect();
+    assert_eq!(obs.len(), 4, "{obs:?}");
+    assert!(obs[2].starts_with("w0 w1 w2"), "{obs:?}");
+    assert_eq!(obs[2], obs[0]);
 }
 
 #[test]
@@ -976,11 +1023,29 @@ fn the_agent_benchmark_accounts_for_each_step() {
     }
     assert!(report.steps[2].cached_tokens > 0);
     assert!(report.min_reuse_after_first().unwrap() > 0.0);
+    // The fake model's cache keeps every prompt and output: each step finds all of the
+    // previous one (less its end-of-turn token at most).
+    let carried = report.min_carried_over().unwrap();
+    let lowest = report
+        .steps
+        .windows(2)
+        .map(|w| w[1].cached_tokens as f64 / (w[0].prompt_tokens + w[0].generated_tokens) as f64)
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        (carried - lowest.min(1.0)).abs() < 1e-12,
+        "{carried} {lowest}"
+    );
+    assert!(carried > 0.9, "{report:?}");
+    assert!(!report.steps.iter().any(|s| s.after_summary));
     assert!(report.ttft_last_over_second().is_some());
     let parts = report.model_ms + report.tool_ms + report.setup_ms + report.loop_ms;
     assert!((parts - report.wall_ms).abs() < 1e-6, "{report:?}");
     let text = report.to_string();
     assert!(text.contains("KV reuse from step 2"), "{text}");
+    assert!(
+        text.contains("of the previous step's prompt and output"),
+        "{text}"
+    );
     assert!(text.contains("everything but model and tools"), "{text}");
 }
 
@@ -1047,9 +1112,7 @@ fn summaries_are_asked_for_after_the_cached_prompt() {
         summarize_at: 0.3,
         ..config(p)
     };
-    let (sizes, _) = prompt_sizes(&tools, &cfg);
-    // The third prompt passes 30% of this window, the second does not.
-    let window = ((sizes[1] + sizes[2]) as f64 / 2.0 / 0.3) as usize;
+    let window = window_passed_at_third_prompt(&tools, &cfg);
     let model = FakeModel::new(lookups_then(p, &["Looked up long and wallet: issue #918."]))
         .with_context_length(window);
     let (outcome, events) = run(&Agent::new(&model, &tools, cfg).unwrap(), "task");

@@ -29,6 +29,8 @@ pub struct StepFigures {
     pub tool_ms: f64,
     pub tool: Option<String>,
     pub error: Option<String>,
+    /// The history was summarized before this step: its prompt was written anew.
+    pub after_summary: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,6 +62,25 @@ impl AgentBenchReport {
             .iter()
             .skip(1)
             .map(|s| s.reuse)
+            .min_by(f64::total_cmp)
+    }
+
+    /// Of what the previous step's prompt and output were, the lowest share a step found in
+    /// the KV cache (from the second step on; steps after a summary, whose history was written
+    /// anew, left out). What a step adds itself (its observation, the plan) is not in that
+    /// sum: this says whether the cache kept what it could, whatever the observations' size.
+    pub fn min_carried_over(&self) -> Option<f64> {
+        self.steps
+            .windows(2)
+            .filter(|w| !w[1].after_summary)
+            .map(|w| {
+                let before = w[0].prompt_tokens + w[0].generated_tokens;
+                if before == 0 {
+                    1.0
+                } else {
+                    (w[1].cached_tokens as f64 / before as f64).min(1.0)
+                }
+            })
             .min_by(f64::total_cmp)
     }
 
@@ -101,13 +122,17 @@ pub fn bench_agent(agent: &Agent<'_>, task: &str) -> AgentBenchReport {
     let mut summary_ms = 0.0;
     let mut model = String::new();
     let mut protocol = String::new();
+    let mut step = 0;
+    let mut summarized = Vec::new();
     let started = Instant::now();
     let outcome = agent.run(task, &cancel, &mut |e| {
         events += 1;
         match e {
+            AgentEvent::StepStarted { index } => step = index,
             AgentEvent::ContextSummarized { model_ms, .. } => {
                 summaries += 1;
                 summary_ms += model_ms;
+                summarized.push(step);
             }
             AgentEvent::RunStarted {
                 model: m,
@@ -140,6 +165,7 @@ pub fn bench_agent(agent: &Agent<'_>, task: &str) -> AgentBenchReport {
             tool_ms: s.tool_ms,
             tool: s.action.as_ref().map(|a| a.tool.clone()),
             error: s.error.clone(),
+            after_summary: summarized.contains(&s.index),
         })
         .collect();
     let model_ms: f64 = steps.iter().map(|s| s.model_ms).sum::<f64>() + summary_ms;
@@ -240,6 +266,13 @@ impl fmt::Display for AgentBenchReport {
                 "KV reuse from step 2: at least {:.1}% (target >= 90%: {})",
                 r * 100.0,
                 mark(r >= 0.9)
+            )?;
+        }
+        if let Some(r) = self.min_carried_over() {
+            writeln!(
+                f,
+                "  of the previous step's prompt and output: at least {:.1}% reused",
+                r * 100.0
             )?;
         }
         if let Some(r) = self.ttft_last_over_second() {

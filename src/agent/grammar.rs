@@ -187,9 +187,10 @@ fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
     )
 }
 
-/// `args` is a JSON object written inside a string, which a grammar over the outer JSON cannot
-/// see into: its content is checked when the step is parsed, and a mistake goes back to the
-/// model as an observation.
+/// `args` is a JSON object written inside a string: a regular expression of the tool's schema
+/// (`args_pattern`) holds the string's content to that object, as the other protocols' grammars
+/// hold their arguments. A schema the expression cannot follow gets any object; the parser then
+/// checks the arguments and a mistake goes back to the model as an observation.
 fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
     union(
         tools,
@@ -199,7 +200,7 @@ fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
                 vec![
                     ("thought", string()),
                     ("action", json!({"const": t.name})),
-                    ("args", json!({"type": "string", "maxLength": ANSWER_CHARS})),
+                    ("args", args_string(&t.parameters)),
                 ],
                 &["thought", "action", "args"],
             )
@@ -216,6 +217,122 @@ fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
             )
         },
     )
+}
+
+/// The `args` string of a `json-finish` step: its content is the tool's arguments as JSON.
+fn args_string(parameters: &Value) -> Value {
+    let object = args_pattern(&bounded(parameters)).unwrap_or_else(|| r"\{.*\}".to_string());
+    json!({"type": "string", "pattern": format!("^{object}$")})
+}
+
+/// A regular expression of the JSON a schema allows, written as the grammars write JSON (`", "`
+/// and `": "` between items, properties in the schema's order, objects closed). `None` for
+/// what it does not follow (references, maps, numeric ranges...), where the caller falls back.
+/// Only the shapes tool arguments take are followed: objects of strings, numbers, booleans,
+/// enums, optional values and lists.
+fn args_pattern(schema: &Value) -> Option<String> {
+    const STRING_CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})"#;
+    const INTEGER: &str = r"-?(?:0|[1-9][0-9]{0,17})";
+    let o = schema.as_object()?;
+    if let Some(values) = o.get("enum").and_then(Value::as_array) {
+        let literals: Vec<String> = values
+            .iter()
+            .map(|v| regex::escape(&v.to_string()))
+            .collect();
+        return Some(format!("(?:{})", literals.join("|")));
+    }
+    if let Some(value) = o.get("const") {
+        return Some(regex::escape(&value.to_string()));
+    }
+    if let Some(branches) = o.get("anyOf").or_else(|| o.get("oneOf")) {
+        let parts = branches
+            .as_array()?
+            .iter()
+            .map(args_pattern)
+            .collect::<Option<Vec<_>>>()?;
+        return Some(format!("(?:{})", parts.join("|")));
+    }
+    let types: Vec<&str> = match o.get("type")? {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+        _ => return None,
+    };
+    let mut alternatives = Vec::new();
+    for t in types {
+        alternatives.push(match t {
+            "null" => "null".to_string(),
+            "boolean" => "(?:true|false)".to_string(),
+            // Ranges other than "not negative" are left to the tool's own check of its
+            // arguments, which answers the model with an observation.
+            "integer"
+                if o.get("minimum")
+                    .and_then(Value::as_f64)
+                    .is_some_and(|m| m >= 0.0) =>
+            {
+                INTEGER[2..].to_string()
+            }
+            "integer" => INTEGER.to_string(),
+            "number" => format!(r"{INTEGER}(?:\.[0-9]{{1,17}})?(?:[eE][+-]?[0-9]{{1,3}})?"),
+            "string" if !o.contains_key("pattern") && !o.contains_key("format") => {
+                let min = o.get("minLength").and_then(Value::as_u64).unwrap_or(0);
+                let max = o.get("maxLength").and_then(Value::as_u64)?;
+                format!(r#""{STRING_CHAR}{{{min},{max}}}""#)
+            }
+            "array" => {
+                let item = args_pattern(o.get("items")?)?;
+                let max = o.get("maxItems").and_then(Value::as_u64)?;
+                if o.get("minItems").and_then(Value::as_u64).unwrap_or(0) > 0 || max == 0 {
+                    return None;
+                }
+                format!(r"\[(?:{item}(?:, {item}){{0,{}}})?\]", max - 1)
+            }
+            "object" => object_pattern(o)?,
+            _ => return None,
+        });
+    }
+    Some(format!("(?:{})", alternatives.join("|")))
+}
+
+/// An object's properties in the schema's order, the required ones present. An optional
+/// property may be left out, so whether a `, ` comes before the next one depends on whether
+/// any came before it: `rest(i, first)` is the pattern of properties `i..` in either case.
+fn object_pattern(o: &serde_json::Map<String, Value>) -> Option<String> {
+    if o.get("additionalProperties")
+        .is_some_and(|a| a != &Value::Bool(false))
+        || o.contains_key("patternProperties")
+    {
+        return None;
+    }
+    let required: Vec<&str> = o
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut properties = Vec::new();
+    if let Some(props) = o.get("properties").and_then(Value::as_object) {
+        for (name, schema) in props {
+            let member = format!(
+                "{}: {}",
+                regex::escape(&Value::String(name.clone()).to_string()),
+                args_pattern(schema)?
+            );
+            properties.push((member, required.contains(&name.as_str())));
+        }
+    }
+    fn rest(properties: &[(String, bool)], first: bool) -> String {
+        let Some(((member, required), tail)) = properties.split_first() else {
+            return String::new();
+        };
+        match (first, *required) {
+            (true, true) => format!("{member}{}", rest(tail, false)),
+            (false, true) => format!(", {member}{}", rest(tail, false)),
+            // Written once each way, so the pattern grows with the square of the properties,
+            // not exponentially.
+            (false, false) => format!("(?:, {member})?{}", rest(tail, false)),
+            (true, false) => format!("(?:{member}{}|{})", rest(tail, false), rest(tail, true)),
+        }
+    }
+    Some(format!(r"\{{{}\}}", rest(&properties, true)))
 }
 
 /// A JSON schema embedded in Lark, enforced as `Grammar::JsonSchema` enforces one (objects
@@ -391,6 +508,35 @@ mod tests {
         assert!(!g.contains("Final Answer"), "{g}");
     }
 
+    /// Every tool Burrow ships, the meta-tools included, has its `json-finish` arguments
+    /// held to its schema, not to the any-object fallback.
+    #[test]
+    fn every_shipped_tool_has_an_arguments_pattern() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = crate::workspace::Workspace::open_at(&dir.path().join("w.db")).unwrap();
+        let mut specs = crate::tools::all_tools(std::sync::Arc::new(ws))
+            .unwrap()
+            .specs();
+        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        specs.extend(crate::agent::meta::toolbelt_specs(&names, &names[..1]));
+        specs.push(crate::agent::meta::todo_write_spec());
+        for s in &specs {
+            let pattern = args_pattern(&bounded(&s.parameters));
+            assert!(pattern.is_some(), "{}: {}", s.name, s.parameters);
+            let g = Grammar::JsonSchema(args_string(&s.parameters));
+            g.validate().unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        }
+        // Arguments a tool takes, in a string.
+        let search = specs.iter().find(|s| s.name == "search_issues").unwrap();
+        let g = Grammar::JsonSchema(args_string(&search.parameters));
+        assert!(
+            g.accepts(r#""{\"query\": \"crash\"}""#).unwrap(),
+            "{}",
+            search.parameters
+        );
+        assert!(!g.accepts(r#""{\"q\": \"crash\"}""#).unwrap());
+    }
+
     #[test]
     fn grammars_accept_well_formed_steps_and_nothing_else() {
         let shape = StepShape {
@@ -422,9 +568,21 @@ mod tests {
                 Protocol::JsonFinish,
                 &[
                     r#"{"thought": "t", "action": "calculate", "args": "{\"expression\": \"2\"}"}"#,
+                    r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"pr\", \"limit\": 3}"}"#,
+                    r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"issue\"}"}"#,
+                    r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"issue\", \"limit\": null}"}"#,
                     r#"{"thought": "t", "action": "FINISH", "final_answer": "2", "task_successful": true}"#,
                 ],
-                &[r#"{"thought": "t", "action": "DELETE", "args": "{}"}"#],
+                &[
+                    r#"{"thought": "t", "action": "DELETE", "args": "{}"}"#,
+                    // The arguments in the string follow the tool's schema too.
+                    r#"{"thought": "t", "action": "calculate", "args": "[the list]"}"#,
+                    r#"{"thought": "t", "action": "calculate", "args": "{}"}"#,
+                    r#"{"thought": "t", "action": "calculate", "args": "{\"expression\": 2}"}"#,
+                    r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"commit\"}"}"#,
+                    r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"pr\", \"limit\": -1}"}"#,
+                    r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"pr\", \"x\": 1}"}"#,
+                ],
             ),
             (
                 Protocol::Text,

@@ -199,6 +199,44 @@ impl ToolView {
     }
 }
 
+/// A tool in one line: its name, its arguments with their types (`?` after an optional one)
+/// and the first sentence of its description. The toolbelt answers with this when a tool is
+/// added mid-run: the observation is evaluated anew at every such step, so it stays short; the
+/// grammar holds the call to the whole schema anyway.
+pub fn tool_signature(spec: &ToolSpec) -> String {
+    let view = ToolView::new(spec);
+    let arguments: Vec<String> = view
+        .arguments
+        .iter()
+        .map(|a| {
+            let optional = if a.required { "" } else { "?" };
+            format!("{}{optional}: {}", a.name, a.kind)
+        })
+        .collect();
+    let description = view.description.trim();
+    let first = match description.find(". ") {
+        Some(end) => &description[..=end],
+        None => description,
+    };
+    // `;` between arguments: an enum's values are already separated by commas.
+    format!("{}({}): {first}", view.name, arguments.join("; "))
+}
+
+/// A tool in full, as the default prompt lists it: its description, then a line per argument
+/// with its type and description. `toolbelt_inspect_tool` answers with this.
+pub fn tool_details(spec: &ToolSpec) -> String {
+    let view = ToolView::new(spec);
+    let mut text = format!("{}: {}", view.name, view.description.trim());
+    for a in &view.arguments {
+        let required = if a.required { ", required" } else { "" };
+        text.push_str(&format!("\n    {} ({}{required})", a.name, a.kind));
+        if !a.description.is_empty() {
+            text.push_str(&format!(": {}", a.description));
+        }
+    }
+    text
+}
+
 /// A schema's type in a few words: `string`, `integer`, `one of "issue", "pr"`, `list of
 /// string`. Enum values are quoted as JSON, as the model must write them, and so that a list of
 /// them cannot be read on into the `, required` that may follow.
@@ -396,6 +434,32 @@ mod tests {
         insta::assert_snapshot!("system_tool-calls_emulated", system);
         assert!(system.contains("query (string, required)"), "{system}");
         assert!(system.contains("<tool_call>"), "{system}");
+    }
+
+    #[test]
+    fn a_tool_signature_is_one_line_with_every_argument() {
+        let tools = tools();
+        assert_eq!(
+            tool_signature(&tools[0]),
+            "find_issues(query: string; state?: one of \"open\", \"closed\"; \
+             labels?: list of string): Finds issues."
+        );
+        let calculate = tool_signature(&tools[1]);
+        assert!(
+            calculate.starts_with("calculate(expression: string): "),
+            "{calculate}"
+        );
+        assert!(!calculate.contains('\n'), "{calculate}");
+        // In full, as the system prompt lists tools.
+        let system = PromptTemplate::builtin()
+            .unwrap()
+            .system(&vars(Protocol::Text, &tools))
+            .unwrap();
+        let details = tool_details(&tools[0]);
+        assert!(
+            system.contains(&format!("- {details}\n")),
+            "{details}\n---\n{system}"
+        );
     }
 
     #[test]

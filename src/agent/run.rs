@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::grammar::{step_grammar, StepShape};
 use super::hooks::{Hook, HookContext, HookVerdict, ToolVerdict};
 use super::meta;
-use super::prompt::{messages, PromptError, PromptTemplate, PromptVars, Turn};
+use super::prompt::{self, messages, PromptError, PromptTemplate, PromptVars, Turn};
 use super::protocol::{Action, Decision, FinalStatus, Protocol, Step, ThoughtStream, TodoChange};
 use super::record::{ActionRecord, RunStatus, StepRecord};
 use super::store::RunHandle;
@@ -208,8 +208,8 @@ struct RunState {
     /// Tools in the toolbelt (all of them when the toolbelt is off).
     active: Vec<String>,
     toolbelt: bool,
-    /// Calls made, by tool and arguments: how often, and the last observation.
-    calls: HashMap<String, (usize, String)>,
+    /// Calls made, by tool and arguments.
+    calls: HashMap<String, CallMemo>,
     /// Calls that failed, by tool and arguments, with their error.
     failed: HashMap<String, String>,
     handle: Option<RunHandle>,
@@ -217,6 +217,22 @@ struct RunState {
     /// so it must not change for the KV cache to be reused. Tools the toolbelt adds later are
     /// described in the observation that adds them.
     system: Option<String>,
+}
+
+/// A call the run made, for the loop guard and for results it need not show twice.
+struct CallMemo {
+    count: usize,
+    /// The last result, as the model was shown it.
+    result: String,
+    /// The step whose observation shows that result in full.
+    step: usize,
+}
+
+impl RunState {
+    /// Whether a step's observation is still in the prompt: summaries fold the older ones.
+    fn shows_step(&self, step: usize) -> bool {
+        step >= self.steps.len().saturating_sub(self.turns.len()) && step < self.steps.len()
+    }
 }
 
 /// What a summary may take, and the request for one after the run's own prompt.
@@ -1008,12 +1024,20 @@ impl<'a> Agent<'a> {
             );
             return (text, Some("repeated a failed call".into()));
         }
-        if let Some((n, last)) = state.calls.get(&key) {
-            if *n >= self.config.repeat_limit {
-                let learned: String = last.chars().take(600).collect();
+        if let Some(memo) = state.calls.get(&key) {
+            if memo.count >= self.config.repeat_limit {
+                let n = memo.count;
+                // The result is quoted only when a summary took it out of the prompt: every
+                // token quoted again is evaluated again.
+                let learned = if state.shows_step(memo.step) {
+                    "What it returned is above.".to_string()
+                } else {
+                    let quoted: String = memo.result.chars().take(600).collect();
+                    format!("What it returned: {quoted}")
+                };
                 let text = format!(
                     "You are repeating yourself: {} was called with these arguments {n} times \
-                     already. What it returned: {learned}\nUse that, or do something else.",
+                     already. {learned}\nUse that, or do something else.",
                     action.tool
                 );
                 return (text, Some("repeated call".into()));
@@ -1023,10 +1047,34 @@ impl<'a> Agent<'a> {
         match result {
             Ok(text) => {
                 let text = cap(&text, self.observation_chars());
-                let entry = state.calls.entry(key).or_insert((0, String::new()));
-                entry.0 += 1;
-                entry.1 = text.clone();
-                (text, None)
+                let step = state.steps.len();
+                let shown = state
+                    .calls
+                    .get(&key)
+                    .is_some_and(|m| m.result == text && state.shows_step(m.step));
+                match state.calls.get_mut(&key) {
+                    // The same result, still in the prompt: said once is enough.
+                    Some(memo) if shown => {
+                        memo.count += 1;
+                        let same = format!(
+                            "The same result as the last time {} was called with these \
+                             arguments (above).",
+                            action.tool
+                        );
+                        (same, None)
+                    }
+                    _ => {
+                        let memo = state.calls.entry(key).or_insert(CallMemo {
+                            count: 0,
+                            result: String::new(),
+                            step,
+                        });
+                        memo.count += 1;
+                        memo.result = text.clone();
+                        memo.step = step;
+                        (text, None)
+                    }
+                }
             }
             Err(e) => {
                 let message = e.to_string();
@@ -1082,10 +1130,7 @@ impl<'a> Agent<'a> {
                     ))
                 })?;
                 match action.tool.as_str() {
-                    meta::TOOLBELT_INSPECT => Ok(format!(
-                        "{}: {}\narguments: {}",
-                        spec.name, spec.description, spec.parameters
-                    )),
+                    meta::TOOLBELT_INSPECT => Ok(prompt::tool_details(&spec)),
                     meta::TOOLBELT_ADD => {
                         if !state.active.contains(&spec.name) {
                             state.active.push(spec.name.clone());
@@ -1093,9 +1138,9 @@ impl<'a> Agent<'a> {
                         // A call that failed because the tool was not there may work now.
                         state.failed.clear();
                         Ok(format!(
-                            "{} is in the toolbelt; call it from the next step.\n{}: {}\n\
-                             arguments: {}",
-                            spec.name, spec.name, spec.description, spec.parameters
+                            "{} is in the toolbelt; call it from the next step: {}",
+                            spec.name,
+                            prompt::tool_signature(&spec)
                         ))
                     }
                     _ => {
