@@ -1052,29 +1052,24 @@ impl<'a> Agent<'a> {
                     .calls
                     .get(&key)
                     .is_some_and(|m| m.result == text && state.shows_step(m.step));
-                match state.calls.get_mut(&key) {
-                    // The same result, still in the prompt: said once is enough.
-                    Some(memo) if shown => {
-                        memo.count += 1;
-                        let same = format!(
-                            "The same result as the last time {} was called with these \
-                             arguments (above).",
-                            action.tool
-                        );
-                        (same, None)
-                    }
-                    _ => {
-                        let memo = state.calls.entry(key).or_insert(CallMemo {
-                            count: 0,
-                            result: String::new(),
-                            step,
-                        });
-                        memo.count += 1;
-                        memo.result = text.clone();
-                        memo.step = step;
-                        (text, None)
-                    }
+                let memo = state.calls.entry(key).or_insert(CallMemo {
+                    count: 0,
+                    result: String::new(),
+                    step,
+                });
+                memo.count += 1;
+                // The same result, still in the prompt: said once is enough.
+                if shown {
+                    let same = format!(
+                        "The same result as the last time {} was called with these \
+                         arguments (above).",
+                        action.tool
+                    );
+                    return (same, None);
                 }
+                memo.result = text.clone();
+                memo.step = step;
+                (text, None)
             }
             Err(e) => {
                 let message = e.to_string();
