@@ -2,7 +2,11 @@
 # Burrow's engine against llama.cpp's own llama-bench: same model, same threads, same llama.cpp
 # source (the tree llama-cpp-sys-2 vendors), same CPU flags, run alternately in one script.
 #
-#   scripts/bench-vs-llama-bench.sh [MODEL.gguf] [THREADS] [ROUNDS]
+#   scripts/bench-vs-llama-bench.sh [MODEL.gguf] [THREADS] [ROUNDS] [DEPTH_ROUNDS]
+#
+# DEPTH_ROUNDS (default 3; 0 skips it) alternates llama-bench's `pp48 @ d0,700,1600,2600` with
+# `burrow bench --tests depth`: 48 new tokens behind a cached prefix, which is what one agent
+# step costs as its history grows; Burrow with and without padding the batch to 64 rows.
 #
 # llama-cpp-sys-2 ships llama.cpp without tools/*.cpp, so llama-bench.cpp is taken from the
 # llama_cpp_python sdist on PyPI (whose vendored llama.cpp carries it) and compiled, unchanged,
@@ -13,6 +17,7 @@ ROOT=$PWD
 MODEL=${1:-$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 THREADS=${2:-$(nproc)}
 ROUNDS=${3:-10}
+DEPTH_ROUNDS=${4:-3}
 WORK=$ROOT/scripts/.llama-bench
 SDIST_VERSION=0.3.36
 log() { echo "[bench] $*" >&2; }
@@ -80,12 +85,18 @@ for round in $(seq 1 "$ROUNDS"); do
   "$BURROW" bench --model "$MODEL" --threads "$THREADS" --tests decode --repetitions 1 --json \
     | compact >>"$OUT/bu-decode.jsonl"
 done
+for round in $(seq 1 "$DEPTH_ROUNDS"); do
+  log "depth round $round/$DEPTH_ROUNDS"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 48 -n 0 -d 0,700,1600,2600 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-depth.jsonl"
+  "$BURROW" bench --model "$MODEL" --threads "$THREADS" --ctx 4096 --tests depth --repetitions 1 --json \
+    | compact >>"$OUT/bu-depth.jsonl"
+done
 log "burrow: grammar and KV reuse"
 "$BURROW" bench --model "$MODEL" --threads "$THREADS" --tests grammar,reuse --repetitions "$ROUNDS" --json \
   | compact >"$OUT/bu-other.jsonl"
 
 python3 - "$OUT" "$THREADS" "$ROUNDS" <<'EOF'
-import json, statistics, sys
+import json, os, statistics, sys
 out, threads, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = lambda name: [json.loads(l) for l in open(f"{out}/{name}.jsonl") if l.strip()]
 lb_pp = [r["avg_ts"] for r in rows("lb-prefill")]
@@ -107,4 +118,21 @@ print(f"  the same schema as GBNF on llama.cpp's grammar sampler: {other['gbnf_r
 print(f"follow-up TTFT, full / reuse (burrow):   {other['reuse_speedup']:.1f}x "
       f"({other['ttft_full_ms']:.0f} ms vs {other['ttft_reuse_ms']:.0f} ms)")
 print(f"model load (burrow): {other['load_ms']:.0f} ms; metadata read: {other['metadata_ms']:.2f} ms")
+if os.path.exists(f"{out}/bu-depth.jsonl"):
+    lb = {}
+    for r in rows("lb-depth"):
+        lb.setdefault(r["n_depth"], []).append(r["avg_ts"])
+    bu, pad = {}, {}
+    for r in rows("bu-depth"):
+        for p in r["depth"]:
+            bu.setdefault(p["depth"], []).append(p["unpadded_prefill_tps"])
+            pad.setdefault(p["depth"], []).append(p["unpadded_ttft_ms"] / p["ttft_ms"])
+    print("48 new tokens behind a cached prefix (prefill tok/s, medians; time relative to depth 700):")
+    for d in sorted(lb):
+        if d not in bu:
+            continue
+        print(f"  depth {d:>4}: llama-bench {med(lb[d]):6.1f} ({med(lb[700])/med(lb[d]):.2f}x)   "
+              f"burrow unpadded {med(bu[d]):6.1f} ({med(bu[700])/med(bu[d]):.2f}x), "
+              f"median paired ratio {med(b / l for l, b in zip(lb[d], bu[d])):.2f}x   "
+              f"padded to 64: first token {med(pad[d]):.2f}x faster")
 EOF

@@ -3,6 +3,7 @@
 //! the CLI are thin layers over this crate.
 
 pub mod agent;
+pub mod app;
 pub mod config;
 pub mod llm;
 pub mod tools;

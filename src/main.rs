@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use burrow::config::BurrowHome;
 use burrow::llm::bench::{run_bench, BenchOptions, BenchTests};
 use burrow::llm::engine::human_bytes;
-use burrow::llm::library::{self, Catalogue, ModelInfo, ModelSource, ResolvedModel};
+use burrow::llm::library::{self, ModelInfo};
 use burrow::llm::llama::{LoadEvent, MemoryEstimate};
 use burrow::llm::template::{fixed_clock, system_clock, ChatTemplate, TemplateError};
 use burrow::llm::{
@@ -189,7 +189,8 @@ struct BenchArgs {
     /// Repetitions of each measurement (the median is reported).
     #[arg(long, default_value_t = 3)]
     repetitions: usize,
-    /// Which measurements: a comma-separated list of prefill, decode, grammar, reuse.
+    /// Which measurements: a comma-separated list of prefill, decode, grammar, reuse, depth
+    /// (the first token of 64 new tokens behind 0, 700, 1600 and 2600 cached ones).
     #[arg(long, default_value = "prefill,decode,grammar,reuse")]
     tests: String,
     /// Sampling temperature for the grammar measurement (0 = greedy).
@@ -268,21 +269,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// The project's `models/` folder: next to the working directory, else next to the sources
-/// this binary was built from.
-fn project_models_dir() -> Option<PathBuf> {
-    let cwd = std::env::current_dir().ok().map(|d| d.join("models"));
-    let built = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("models"));
-    [cwd, built]
-        .into_iter()
-        .flatten()
-        .find(|d| d.join("catalogue.json").is_file())
-}
-
 fn discover(home: &BurrowHome) -> Result<library::Discovery> {
-    let config = home.load_config()?;
-    let roots = library::default_roots(home, &config, project_models_dir().as_deref());
-    Ok(library::discover(&roots))
+    Ok(burrow::app::models::discover(home)?)
 }
 
 fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
@@ -332,35 +320,7 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 fn find_model(home: &BurrowHome, query: Option<&str>) -> Result<ModelInfo> {
-    let found = discover(home)?;
-    let query = match query {
-        Some(q) => q.to_string(),
-        None => match home.load_config()?.default_model {
-            Some(m) => m,
-            None => {
-                let catalogue = Catalogue::builtin();
-                let entry = catalogue
-                    .default_entry()
-                    .ok_or_else(|| anyhow!("the catalogue has no default model"))?;
-                if !found
-                    .models
-                    .iter()
-                    .any(|m| m.catalogue_id.as_deref() == Some(&entry.id))
-                {
-                    bail!(
-                        "the default model {} ({}) is not downloaded; fetch it with: python3 models/fetch.py",
-                        entry.name,
-                        entry.file
-                    );
-                }
-                entry.id.clone()
-            }
-        },
-    };
-    match library::resolve(&query, &found.models)? {
-        ResolvedModel::Found(m) => Ok(m.clone()),
-        ResolvedModel::Path(p) => Ok(ModelInfo::from_path(&p, ModelSource::Path)?),
-    }
+    Ok(burrow::app::models::find(home, query)?)
 }
 
 fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {

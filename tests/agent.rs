@@ -185,6 +185,7 @@ fn every_protocol_calls_a_tool_and_answers() {
                 AgentEvent::Thought { .. } => "thought",
                 AgentEvent::Action { .. } => "action",
                 AgentEvent::Observation { .. } => "observation",
+                AgentEvent::StepFinished { .. } => "done",
                 AgentEvent::TodoChanged { .. } => "todo",
                 AgentEvent::ContextSummarized { .. } => "summary",
                 AgentEvent::Final { .. } => "final",
@@ -193,7 +194,16 @@ fn every_protocol_calls_a_tool_and_answers() {
             .filter(|k| *k != "token")
             .collect();
         let expected_start: &[&str] = if p == Protocol::ToolCalls {
-            &["run", "step", "action", "observation", "step", "final"]
+            &[
+                "run",
+                "step",
+                "action",
+                "observation",
+                "done",
+                "step",
+                "done",
+                "final",
+            ]
         } else {
             &[
                 "run",
@@ -201,8 +211,10 @@ fn every_protocol_calls_a_tool_and_answers() {
                 "thought",
                 "action",
                 "observation",
+                "done",
                 "step",
                 "thought",
+                "done",
                 "final",
             ]
         };

@@ -232,6 +232,69 @@ fn kv_reuse_gives_the_same_output_as_full_reevaluation() {
     assert_eq!(again.usage.cached_tokens, again.usage.prompt_tokens - 1);
 }
 
+/// Issue 4: a short follow-up deep in the cache (an agent step: ~50 new tokens behind 1.5k) is
+/// padded to a full 64-row batch by re-evaluating a few cached tokens, because llama.cpp's CPU
+/// attention is much faster from 64 rows on (`burrow bench --tests depth`). The padding must not
+/// change what the model says.
+#[test]
+fn a_short_step_deep_in_the_cache_is_padded_without_changing_the_output() {
+    let (_g, model) = common::model();
+    let greedy = SamplingParams::greedy();
+    let sentence = "The indexer walks the repository, skips ignored paths, splits each file into \
+        chunks and stores them with their line numbers in a full-text index. ";
+    let history = vec![
+        ChatMessage::system("You are a helpful assistant."),
+        ChatMessage::user(format!("Notes about the project: {}", sentence.repeat(50))),
+        ChatMessage::assistant("I have read the notes."),
+    ];
+    let mut followup = history.clone();
+    followup.push(ChatMessage::user(
+        "Answer in two short sentences, please: which paths does the indexer skip, what does it \
+         split each file into, and where does it store the chunks together with their line \
+         numbers?",
+    ));
+    let run = |pad: bool| {
+        model.set_prefill_padding(pad);
+        model.clear_cache().unwrap();
+        let prime = model
+            .generate(
+                GenerateRequest::new(Prompt::chat(history.clone()))
+                    .sampling(greedy.clone())
+                    .max_tokens(1),
+            )
+            .unwrap()
+            .complete();
+        let step = model
+            .generate(
+                GenerateRequest::new(Prompt::chat(followup.clone()))
+                    .sampling(greedy.clone())
+                    .max_tokens(24),
+            )
+            .unwrap()
+            .complete();
+        model.set_prefill_padding(true);
+        prime.unwrap();
+        step.unwrap()
+    };
+    let plain = run(false);
+    let new = plain.usage.prompt_tokens - plain.usage.cached_tokens;
+    assert!(
+        plain.usage.cached_tokens > 1000 && (40..64).contains(&new),
+        "the fixture must be a short step deep in the cache: {:?}",
+        plain.usage
+    );
+    let padded = run(true);
+    assert_eq!(padded.usage.prompt_tokens, plain.usage.prompt_tokens);
+    assert_eq!(
+        padded.usage.prompt_tokens - padded.usage.cached_tokens,
+        64,
+        "{:?}",
+        padded.usage
+    );
+    assert!(!plain.text.trim().is_empty());
+    assert_eq!(padded.text, plain.text);
+}
+
 /// Issue 4: an agent replays each reply in the next prompt. The reply's tokens are already in
 /// the cache as the model sampled them, and tokenizing its text anew can split it otherwise
 /// (under a grammar it often does: `{"` sampled where the tokenizer gives `{` and `"`): the

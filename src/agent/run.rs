@@ -147,6 +147,11 @@ pub enum AgentEvent {
     TodoChanged {
         items: Vec<TodoItem>,
     },
+    /// The step as recorded and kept: its tokens, cache reuse and timings, after its
+    /// observation and before the next step starts.
+    StepFinished {
+        step: Box<StepRecord>,
+    },
     ContextSummarized {
         summary: String,
         messages_folded: usize,
@@ -967,6 +972,9 @@ impl<'a> Agent<'a> {
         if let (Some(ws), Some(h)) = (self.store, &state.handle) {
             ws.save_step(h, &record)?;
         }
+        on_event(AgentEvent::StepFinished {
+            step: Box::new(record.clone()),
+        });
         let specs = self.visible_specs(&state.active);
         let observation = self.prompt.observation(
             &self.vars(&specs),

@@ -268,7 +268,7 @@ impl Printer {
                 );
             }
             // The raw output is already streamed; the thought is printed once it is read.
-            AgentEvent::ThoughtDelta { .. } => {}
+            AgentEvent::ThoughtDelta { .. } | AgentEvent::StepFinished { .. } => {}
             AgentEvent::Final { .. } => self.end_output(),
             AgentEvent::Error { message } => {
                 self.end_output();

@@ -24,6 +24,9 @@ pub struct BenchTests {
     pub decode: bool,
     pub grammar: bool,
     pub reuse: bool,
+    /// Time to first token of a fixed number of new tokens behind growing cached prefixes: how
+    /// an agent step's cost grows with the history it sits on.
+    pub depth: bool,
 }
 
 impl BenchTests {
@@ -32,15 +35,17 @@ impl BenchTests {
         decode: true,
         grammar: true,
         reuse: true,
+        depth: true,
     };
 
-    /// Parses a comma-separated list of `prefill`, `decode`, `grammar`, `reuse`.
+    /// Parses a comma-separated list of `prefill`, `decode`, `grammar`, `reuse`, `depth`.
     pub fn parse(list: &str) -> Result<Self, String> {
         let mut t = BenchTests {
             prefill: false,
             decode: false,
             grammar: false,
             reuse: false,
+            depth: false,
         };
         for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match name {
@@ -48,9 +53,10 @@ impl BenchTests {
                 "decode" => t.decode = true,
                 "grammar" => t.grammar = true,
                 "reuse" => t.reuse = true,
+                "depth" => t.depth = true,
                 other => {
                     return Err(format!(
-                        "unknown benchmark {other:?} (choose from prefill, decode, grammar, reuse)"
+                        "unknown benchmark {other:?} (choose from prefill, decode, grammar, reuse, depth)"
                     ))
                 }
             }
@@ -99,7 +105,32 @@ pub struct BenchReport {
     pub ttft_reuse_ms: Option<f64>,
     pub ttft_full_ms: Option<f64>,
     pub reuse_speedup: Option<f64>,
+    /// One row per cached depth, in increasing order (depths that do not fit the context are
+    /// left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub depth: Vec<DepthPoint>,
 }
+
+/// New tokens evaluated behind `depth` cached tokens, as the engine runs them (short batches
+/// deep in the cache padded to llama.cpp's tiled attention kernel) and without the padding.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DepthPoint {
+    pub depth: usize,
+    pub new_tokens: usize,
+    /// Tokens the padded run evaluated (new ones plus re-evaluated cached ones).
+    pub evaluated_tokens: usize,
+    pub ttft_ms: f64,
+    pub unpadded_ttft_ms: f64,
+    /// New tokens per second of prefill without padding (comparable with llama-bench's ppN).
+    pub unpadded_prefill_tps: f64,
+}
+
+/// The cached depths `--tests depth` measures: an empty cache, then roughly an agent's step 2,
+/// its step 6 and its step 12 with SmolLM2 (see `burrow bench --agent`).
+pub const DEPTHS: [usize; 4] = [0, 700, 1600, 2600];
+/// New tokens per depth point: a typical agent step's observation and step header, below the
+/// 64-row tile of ggml's CPU attention kernel.
+pub const DEPTH_NEW_TOKENS: usize = 48;
 
 impl fmt::Display for BenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -149,6 +180,23 @@ impl fmt::Display for BenchReport {
                 "follow-up:  first token {reuse:.1} ms with KV reuse vs {full:.1} ms re-evaluating all {} tokens: {s:.1}x ({n} new tokens)",
                 h + n
             )?;
+        }
+        if let Some(base) = self.depth.iter().find(|p| p.depth > 0) {
+            for p in &self.depth {
+                writeln!(
+                    f,
+                    "depth {:>5}: {} new tokens, first token {:.1} ms ({:.2}x depth {}); unpadded {:.1} ms ({:.1} tok/s): padding to {} tokens {:.2}x faster",
+                    p.depth,
+                    p.new_tokens,
+                    p.ttft_ms,
+                    ratio(p.ttft_ms, base.ttft_ms),
+                    base.depth,
+                    p.unpadded_ttft_ms,
+                    p.unpadded_prefill_tps,
+                    p.evaluated_tokens,
+                    ratio(p.unpadded_ttft_ms, p.ttft_ms),
+                )?;
+            }
         }
         Ok(())
     }
@@ -363,7 +411,72 @@ pub fn run_bench(path: &Path, opts: &BenchOptions) -> Result<BenchReport, LlmErr
         report.ttft_full_ms = Some(f);
         report.reuse_speedup = Some(ratio(f, r));
     }
+
+    if opts.tests.depth {
+        report.depth = depth_points(&model, reps)?;
+    }
     Ok(report)
+}
+
+/// For each depth: prime the cache with `depth` tokens of text, then time the first token of the
+/// same text followed by [`DEPTH_NEW_TOKENS`] more, so only the new tokens are evaluated; with
+/// and without prefill padding, alternately.
+fn depth_points(model: &LoadedModel, reps: usize) -> Result<Vec<DepthPoint>, LlmError> {
+    let n_ctx = model.options().context_size as usize;
+    // Starts with a space, so the first new token cannot merge with the cached text's last one.
+    let new_text = format!(
+        " Question: {}",
+        text_of_tokens(model, DEPTH_NEW_TOKENS.saturating_sub(3))?
+    );
+    let greedy = SamplingParams::greedy();
+    let one = |text: String| {
+        GenerateRequest::new(Prompt::Text(text))
+            .sampling(greedy.clone())
+            .max_tokens(1)
+    };
+    let mut points = Vec::new();
+    for depth in DEPTHS {
+        if depth + DEPTH_NEW_TOKENS * 2 + 8 > n_ctx {
+            continue;
+        }
+        let cached = if depth == 0 {
+            String::new()
+        } else {
+            text_of_tokens(model, depth)?
+        };
+        let mut point = DepthPoint {
+            depth,
+            ..Default::default()
+        };
+        let (mut padded, mut unpadded, mut prefill) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..reps {
+            for pad in [true, false] {
+                model.set_prefill_padding(pad);
+                model.clear_cache()?;
+                let run = (|| {
+                    if depth > 0 {
+                        run_one(model, one(cached.clone()), false)?;
+                    }
+                    run_one(model, one(format!("{cached}{new_text}")), false)
+                })();
+                model.set_prefill_padding(true);
+                let u = run?.usage;
+                if pad {
+                    point.evaluated_tokens = u.prompt_tokens - u.cached_tokens;
+                    padded.push(u.time_to_first_token_ms);
+                } else {
+                    point.new_tokens = u.prompt_tokens - u.cached_tokens;
+                    unpadded.push(u.time_to_first_token_ms);
+                    prefill.push(ratio(point.new_tokens as f64, u.prefill_ms / 1000.0));
+                }
+            }
+        }
+        point.ttft_ms = median(padded);
+        point.unpadded_ttft_ms = median(unpadded);
+        point.unpadded_prefill_tps = median(prefill);
+        points.push(point);
+    }
+    Ok(points)
 }
 
 #[cfg(test)]
@@ -373,11 +486,12 @@ mod tests {
     #[test]
     fn test_selection_parses() {
         assert_eq!(
-            BenchTests::parse("prefill,decode,grammar,reuse").unwrap(),
+            BenchTests::parse("prefill,decode,grammar,reuse,depth").unwrap(),
             BenchTests::ALL
         );
         let d = BenchTests::parse("decode").unwrap();
-        assert!(d.decode && !d.prefill && !d.grammar && !d.reuse);
+        assert!(d.decode && !d.prefill && !d.grammar && !d.reuse && !d.depth);
+        assert!(BenchTests::parse("depth").unwrap().depth);
         assert!(BenchTests::parse("decode,warp")
             .unwrap_err()
             .contains("warp"));

@@ -48,7 +48,7 @@ pub enum IndexEvent {
 }
 
 /// What an index or import run did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct IndexReport {
     pub repo: String,
     /// Indexed as a plain folder: it is not a git repository.

@@ -15,6 +15,7 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::model::LoadedModel;
+use super::prefill::PrefillCost;
 use super::worker::{Command, Worker};
 use super::{backend, lock, LoadOptions, MemoryEstimate, ResolvedLoadOptions};
 use crate::llm::engine::{human_bytes, CancelToken, LlmError};
@@ -363,7 +364,19 @@ impl LoadJob {
         // The engine's copy keeps the handle alive; this thread must not hold one, or dropping
         // the last handle here would have this thread wait for itself.
         let _ = self.events.send(LoadEvent::Loaded(handle));
-        let worker = Worker::new(ctx, &model, self.opts.batch_size as usize, last);
+        let prefill_cost = PrefillCost::for_model(
+            model.n_params(),
+            model.n_layer(),
+            model.n_embd(),
+            self.opts.gpu_layers,
+        );
+        let worker = Worker::new(
+            ctx,
+            &model,
+            self.opts.batch_size as usize,
+            prefill_cost,
+            last,
+        );
         drop(self);
         worker.serve(job_rx, &closing);
         // The context went with the worker; the model goes now (the handle's reference is

@@ -8,6 +8,7 @@
 
 mod load;
 mod model;
+mod prefill;
 mod worker;
 
 use std::sync::{Mutex, OnceLock};

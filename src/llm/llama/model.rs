@@ -49,6 +49,7 @@ pub struct LoadedModel {
     /// The texts that parse as special tokens (`<|im_end|>`...), longest first.
     special_texts: Vec<String>,
     grammar_backend: Mutex<GrammarBackend>,
+    prefill_padding: AtomicBool,
     /// What the model's KV cache holds, published by its thread after each generation.
     last: SharedSequence,
     /// llguidance's view of this model's vocabulary, built on first use (it walks the whole
@@ -151,6 +152,7 @@ impl LoadedModel {
             eog_tokens,
             special_texts,
             grammar_backend: Mutex::new(GrammarBackend::default()),
+            prefill_padding: AtomicBool::new(true),
             last,
             guidance: OnceLock::new(),
         })
@@ -181,6 +183,12 @@ impl LoadedModel {
 
     pub fn grammar_backend(&self) -> GrammarBackend {
         *lock(&self.grammar_backend)
+    }
+
+    /// Whether a short prefill deep in the KV cache may re-evaluate a few cached tokens to reach
+    /// llama.cpp's faster attention kernel (on by default; benchmarks compare).
+    pub fn set_prefill_padding(&self, on: bool) {
+        self.prefill_padding.store(on, Ordering::Relaxed);
     }
 
     /// How many tokens the KV cache holds now.
@@ -650,6 +658,7 @@ impl LanguageModel for LoadedModel {
             sink,
             started,
             setup_ms: started.elapsed().as_secs_f64() * 1000.0,
+            pad_prefill: self.prefill_padding.load(Ordering::Relaxed),
         };
         self.send(Command::Generate(job))?;
         Ok(generation)

@@ -14,6 +14,7 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
 use super::lock;
+use super::prefill::PrefillCost;
 use crate::llm::engine::{
     GenerationEvent, GenerationSink, LlmError, PromptSegment, StopReason, Usage,
 };
@@ -59,6 +60,9 @@ pub(super) struct Job {
     pub(super) started: Instant,
     /// How long the request took to prepare (see `Usage::setup_ms`).
     pub(super) setup_ms: f64,
+    /// Whether a short prefill may re-evaluate cached tokens to reach the faster attention
+    /// kernel (see `prefill`).
+    pub(super) pad_prefill: bool,
 }
 
 /// The model's thread: owns the context and the record of which tokens its KV cache holds.
@@ -70,6 +74,7 @@ pub(super) struct Worker<'m> {
     cached: Vec<LlamaToken>,
     batch: LlamaBatch<'static>,
     n_batch: usize,
+    prefill_cost: Option<PrefillCost>,
     /// Reused candidate buffer (one entry per vocabulary token).
     candidates: Vec<LlamaTokenData>,
     last: SharedSequence,
@@ -80,6 +85,7 @@ impl<'m> Worker<'m> {
         ctx: LlamaContext<'m>,
         model: &'m LlamaModel,
         n_batch: usize,
+        prefill_cost: Option<PrefillCost>,
         last: SharedSequence,
     ) -> Self {
         Worker {
@@ -88,6 +94,7 @@ impl<'m> Worker<'m> {
             cached: Vec::new(),
             batch: LlamaBatch::new(n_batch, 1),
             n_batch,
+            prefill_cost,
             candidates: Vec::new(),
             last,
         }
@@ -151,6 +158,7 @@ impl<'m> Worker<'m> {
             sink,
             started,
             setup_ms,
+            pad_prefill,
         } = job;
         let n_ctx = self.ctx.n_ctx() as usize;
         let mut usage = Usage {
@@ -181,6 +189,11 @@ impl<'m> Worker<'m> {
             .take_while(|(a, b)| a == b)
             .count()
             .min(tokens.len() - 1);
+        if pad_prefill {
+            if let Some(cost) = &self.prefill_cost {
+                common = cost.start(common, tokens.len());
+            }
+        }
         if common < self.cached.len() {
             match self
                 .ctx

@@ -1,0 +1,484 @@
+//! The desktop app's core, without Tauri: the state the shell holds (the workspace, the
+//! loaded model, the run in progress, the settings) and one blocking method per thing the UI
+//! asks for. Each streams what happens as [`AppEvent`]s through a callback; the shell runs the
+//! method on a worker thread and forwards the events over a channel, so its commands stay a few
+//! lines and everything here is tested without a window.
+
+pub mod models;
+pub mod settings;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use serde::Serialize;
+
+use crate::agent::hooks::TracingHook;
+use crate::agent::prompt::workspace_summary;
+use crate::agent::record::{RunRecord, RunStatus};
+use crate::agent::{Agent, AgentError, AgentEvent, RunOutcome};
+use crate::config::{BurrowHome, ConfigError};
+use crate::llm::engine::CancelToken;
+use crate::llm::library::{Discovery, ModelInfo};
+use crate::llm::llama::{LlamaEngine, LoadEvent, LoadedModel};
+use crate::llm::{LanguageModel, LlmError};
+use crate::tools::{RegistryError, ToolRegistry};
+use crate::workspace::{IndexEvent, IndexReport, RepoStatus, Workspace, WorkspaceError};
+
+pub use models::ModelsError;
+pub use settings::{ModelSettings, Settings, SettingsError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Workspace(#[from] WorkspaceError),
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    #[error(transparent)]
+    Models(#[from] ModelsError),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("the tools cannot be set up: {0}")]
+    Tools(#[from] RegistryError),
+    #[error("no model is loaded: load one under Models first")]
+    NoModel,
+    #[error("a run is in progress: stop it or wait for it to end")]
+    RunInProgress,
+    #[error("the task is empty")]
+    EmptyTask,
+}
+
+/// Everything the UI is told as it happens, as one tagged enum (`kind`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AppEvent {
+    /// A step of the run in progress (the agent's own events, tagged `type`).
+    Agent {
+        event: AgentEvent,
+    },
+    /// The run is over; everything it did is in the database.
+    RunEnded {
+        run_id: Option<i64>,
+        status: RunStatus,
+        final_answer: Option<String>,
+        error: Option<String>,
+    },
+    LoadProgress {
+        model: String,
+        progress: f32,
+    },
+    Loaded {
+        model: ModelStatus,
+    },
+    LoadFailed {
+        model: String,
+        message: String,
+    },
+    /// Indexing or importing `source` (a folder, or an issues export) made progress.
+    Index {
+        source: String,
+        event: IndexEvent,
+    },
+    Indexed {
+        source: String,
+        report: IndexReport,
+    },
+    IndexFailed {
+        source: String,
+        message: String,
+    },
+}
+
+/// The model in use and what it costs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelStatus {
+    pub name: String,
+    pub path: PathBuf,
+    pub quantization: String,
+    pub context_size: u32,
+    pub threads: u32,
+    pub gpu_layers: u32,
+    /// Host memory the model takes: weights, KV cache and compute buffers (estimated from its
+    /// header before loading).
+    pub memory_bytes: u64,
+    pub load_ms: f64,
+    /// The model has no chat template of its own; ChatML is used.
+    pub fallback_template: bool,
+}
+
+impl ModelStatus {
+    fn of(m: &LoadedModel) -> Self {
+        let info = m.info();
+        let o = m.options();
+        ModelStatus {
+            name: info.name.clone(),
+            path: info.path.clone(),
+            quantization: info.quantization.clone(),
+            context_size: o.context_size,
+            threads: o.threads,
+            gpu_layers: o.gpu_layers,
+            memory_bytes: m.memory_estimate().total(),
+            load_ms: m.load_ms(),
+            fallback_template: m.uses_fallback_template(),
+        }
+    }
+}
+
+/// What to run: a new task, or the continuation of an interrupted run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunTask {
+    New(String),
+    Resume(i64),
+}
+
+struct CurrentModel {
+    model: Arc<dyn LanguageModel>,
+    status: ModelStatus,
+}
+
+pub struct App {
+    home: BurrowHome,
+    workspace: Arc<Workspace>,
+    tools: ToolRegistry,
+    /// Started on the first load: tests that never load a model need no llama.cpp.
+    engine: OnceLock<LlamaEngine>,
+    model: Mutex<Option<CurrentModel>>,
+    /// The run in progress: one at a time, as there is one model to run it.
+    run: Mutex<Option<CancelToken>>,
+    settings: Mutex<Settings>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // State behind these locks is replaced whole, never left half-updated.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl App {
+    /// Opens the home's workspace and settings. Runs a previous session left running are
+    /// marked interrupted, so History offers to continue them.
+    pub fn open(home: BurrowHome) -> Result<Self, AppError> {
+        let workspace = Arc::new(Workspace::open(&home)?);
+        workspace.interrupt_orphaned_runs()?;
+        let tools = crate::tools::all_tools(workspace.clone())?;
+        let settings = Settings::load(&home)?;
+        Ok(App {
+            home,
+            workspace,
+            tools,
+            engine: OnceLock::new(),
+            model: Mutex::new(None),
+            run: Mutex::new(None),
+            settings: Mutex::new(settings),
+        })
+    }
+
+    pub fn home(&self) -> &BurrowHome {
+        &self.home
+    }
+
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+
+    // ---- models ----
+
+    /// The models found in the standard places, and files that could not be read.
+    pub fn models(&self) -> Result<Discovery, AppError> {
+        Ok(models::discover(&self.home)?)
+    }
+
+    pub fn model_status(&self) -> Option<ModelStatus> {
+        lock(&self.model).as_ref().map(|m| m.status.clone())
+    }
+
+    fn engine(&self) -> Result<&LlamaEngine, AppError> {
+        if let Some(e) = self.engine.get() {
+            return Ok(e);
+        }
+        let engine = LlamaEngine::new()?;
+        Ok(self.engine.get_or_init(|| engine))
+    }
+
+    /// Loads (or switches to) the model `query` names, with its saved load settings, reporting
+    /// progress. On failure the message is also sent as `LoadFailed`, and the model that was
+    /// in use stays in use when the engine kept it.
+    pub fn load_model(
+        &self,
+        query: Option<&str>,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<ModelStatus, AppError> {
+        let label = query.unwrap_or("the default model").to_string();
+        let result = self.load_model_inner(query, on_event);
+        if let Err(e) = &result {
+            on_event(AppEvent::LoadFailed {
+                model: label,
+                message: e.to_string(),
+            });
+        }
+        result
+    }
+
+    fn load_model_inner(
+        &self,
+        query: Option<&str>,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<ModelStatus, AppError> {
+        if lock(&self.run).is_some() {
+            return Err(AppError::RunInProgress);
+        }
+        let info: ModelInfo = models::find(&self.home, query)?;
+        let options = lock(&self.settings).model(&info.path).load_options();
+        let engine = self.engine()?;
+        let mut handle = engine.load(&info.path, &options)?;
+        let outcome = loop {
+            match handle.blocking_next() {
+                Some(LoadEvent::Progress(progress)) => on_event(AppEvent::LoadProgress {
+                    model: info.name.clone(),
+                    progress,
+                }),
+                Some(LoadEvent::Loaded(m)) => break Ok(m),
+                Some(LoadEvent::Failed(e)) => break Err(AppError::Model(e)),
+                None => {
+                    break Err(AppError::Model(LlmError::Worker(
+                        "the loading thread ended without a result".into(),
+                    )))
+                }
+            }
+        };
+        // Whatever happened, what is in use is what the engine holds now.
+        let current = engine.current();
+        *lock(&self.model) = current.as_ref().map(|m| CurrentModel {
+            model: m.clone(),
+            status: ModelStatus::of(m),
+        });
+        let loaded = outcome?;
+        let status = ModelStatus::of(&loaded);
+        on_event(AppEvent::Loaded {
+            model: status.clone(),
+        });
+        Ok(status)
+    }
+
+    /// Uses `model` for runs (tests and embedders that bring their own).
+    pub fn set_model(&self, model: Arc<dyn LanguageModel>, status: ModelStatus) {
+        *lock(&self.model) = Some(CurrentModel { model, status });
+    }
+
+    /// Unloads the model in use and frees its memory. Refused while a run uses it.
+    pub fn unload_model(&self) -> Result<bool, AppError> {
+        if lock(&self.run).is_some() {
+            return Err(AppError::RunInProgress);
+        }
+        let had = lock(&self.model).take().is_some();
+        if let Some(engine) = self.engine.get() {
+            engine.unload();
+        }
+        Ok(had)
+    }
+
+    // ---- workspace ----
+
+    pub fn workspace_status(&self) -> Result<Vec<RepoStatus>, AppError> {
+        Ok(self.workspace.status()?)
+    }
+
+    /// Adds a folder to the workspace and indexes it.
+    pub fn add_repository(
+        &self,
+        path: &Path,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<IndexReport, AppError> {
+        let source = path.display().to_string();
+        match self.workspace.add_repo(path, None) {
+            Ok(repo) => self.index(&repo.name, source, on_event),
+            Err(e) => self.report(source, Err(e), on_event),
+        }
+    }
+
+    /// The folder the app was started in, as the default workspace: added and indexed on the
+    /// first start, left as it is after (Re-index brings it up to date).
+    pub fn ensure_repository(
+        &self,
+        path: &Path,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<Option<IndexReport>, AppError> {
+        let root = std::fs::canonicalize(path).map_err(|source| WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let known = self
+            .workspace
+            .repos()?
+            .into_iter()
+            .any(|r| r.root.as_deref() == Some(root.as_path()) && r.status == "ready");
+        if known {
+            return Ok(None);
+        }
+        self.add_repository(&root, on_event).map(Some)
+    }
+
+    /// Indexes a repository of the workspace again (only what changed is read).
+    pub fn reindex(
+        &self,
+        name: &str,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<IndexReport, AppError> {
+        self.index(name, name.to_string(), on_event)
+    }
+
+    fn index(
+        &self,
+        name: &str,
+        source: String,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<IndexReport, AppError> {
+        let result = self.workspace.index_repo(name, &mut |event| {
+            on_event(AppEvent::Index {
+                source: source.clone(),
+                event,
+            })
+        });
+        self.report(source, result, on_event)
+    }
+
+    /// Imports an issues export (a file or a folder) into the repository `slug` (owner/name):
+    /// all or nothing, so a malformed file leaves the workspace as it was.
+    pub fn import_issues(
+        &self,
+        path: &Path,
+        slug: &str,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<IndexReport, AppError> {
+        let source = path.display().to_string();
+        let result = self.workspace.import(path, slug, &mut |event| {
+            on_event(AppEvent::Index {
+                source: source.clone(),
+                event,
+            })
+        });
+        self.report(source, result, on_event)
+    }
+
+    fn report(
+        &self,
+        source: String,
+        result: Result<IndexReport, WorkspaceError>,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<IndexReport, AppError> {
+        match result {
+            Ok(report) => {
+                on_event(AppEvent::Indexed {
+                    source,
+                    report: report.clone(),
+                });
+                Ok(report)
+            }
+            Err(e) => {
+                on_event(AppEvent::IndexFailed {
+                    source,
+                    message: e.to_string(),
+                });
+                Err(e.into())
+            }
+        }
+    }
+
+    // ---- runs ----
+
+    /// Runs the agent on a task (or continues an interrupted run) with the model in use and
+    /// the current settings, streaming its events, until it ends or [`App::stop_run`].
+    pub fn run(
+        &self,
+        task: RunTask,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<RunOutcome, AppError> {
+        if let RunTask::New(t) = &task {
+            if t.trim().is_empty() {
+                return Err(AppError::EmptyTask);
+            }
+        }
+        let model = lock(&self.model)
+            .as_ref()
+            .map(|m| m.model.clone())
+            .ok_or(AppError::NoModel)?;
+        let cancel = {
+            let mut run = lock(&self.run);
+            if run.is_some() {
+                return Err(AppError::RunInProgress);
+            }
+            let token = CancelToken::new();
+            *run = Some(token.clone());
+            token
+        };
+        let result = self.run_with(&*model, task, &cancel, on_event);
+        *lock(&self.run) = None;
+        let outcome = result?;
+        on_event(AppEvent::RunEnded {
+            run_id: outcome.run_id,
+            status: outcome.status,
+            final_answer: outcome.final_answer.clone(),
+            error: outcome.error.clone(),
+        });
+        Ok(outcome)
+    }
+
+    fn run_with(
+        &self,
+        model: &dyn LanguageModel,
+        task: RunTask,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<RunOutcome, AppError> {
+        let settings = lock(&self.settings).clone();
+        let config = settings.agent_config(workspace_summary(&self.workspace)?);
+        let agent = Agent::new(model, &self.tools, config)?
+            .with_store(&self.workspace)
+            .with_hook(Arc::new(TracingHook));
+        let mut forward = |event: AgentEvent| on_event(AppEvent::Agent { event });
+        Ok(match task {
+            RunTask::New(t) => agent.run(t.trim(), cancel, &mut forward),
+            RunTask::Resume(id) => agent.resume(id, cancel, &mut forward)?,
+        })
+    }
+
+    /// Stops the run in progress; it ends as cancelled with every step so far kept.
+    pub fn stop_run(&self) -> bool {
+        match lock(&self.run).as_ref() {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        lock(&self.run).is_some()
+    }
+
+    /// Past runs, newest first.
+    pub fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, AppError> {
+        Ok(self.workspace.runs(limit)?)
+    }
+
+    /// One run with its whole trace.
+    pub fn get_run(&self, id: i64) -> Result<RunRecord, AppError> {
+        Ok(self.workspace.run(id)?)
+    }
+
+    // ---- settings ----
+
+    pub fn settings(&self) -> Settings {
+        lock(&self.settings).clone()
+    }
+
+    /// Checks and saves new settings; they apply from the next run or load.
+    pub fn set_settings(&self, settings: Settings) -> Result<(), AppError> {
+        settings.save(&self.home)?;
+        *lock(&self.settings) = settings;
+        Ok(())
+    }
+}

@@ -1,0 +1,70 @@
+//! Finding models: discovery over the standard places, and resolving what a user typed (a
+//! catalogue id, a name, a file name or a path) to one model. Shared by the CLI and the app.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{BurrowHome, ConfigError};
+use crate::llm::library::{self, Catalogue, Discovery, ModelInfo, ModelSource, ResolvedModel};
+use crate::llm::LlmError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelsError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    #[error("the catalogue has no default model")]
+    NoDefault,
+    #[error(
+        "the default model {name} ({file}) is not downloaded; fetch it with: python3 models/fetch.py"
+    )]
+    DefaultMissing { name: String, file: String },
+}
+
+/// The project's `models/` folder: next to the working directory, else next to the sources
+/// this binary was built from.
+pub fn project_models_dir() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok().map(|d| d.join("models"));
+    let built = Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("models"));
+    [cwd, built]
+        .into_iter()
+        .flatten()
+        .find(|d| d.join("catalogue.json").is_file())
+}
+
+pub fn discover(home: &BurrowHome) -> Result<Discovery, ModelsError> {
+    let config = home.load_config()?;
+    let roots = library::default_roots(home, &config, project_models_dir().as_deref());
+    Ok(library::discover(&roots))
+}
+
+/// The model `query` names, or with none the configured default, else the catalogue's.
+pub fn find(home: &BurrowHome, query: Option<&str>) -> Result<ModelInfo, ModelsError> {
+    let found = discover(home)?;
+    let query = match query {
+        Some(q) => q.to_string(),
+        None => match home.load_config()?.default_model {
+            Some(m) => m,
+            None => {
+                let entry = Catalogue::builtin()
+                    .default_entry()
+                    .ok_or(ModelsError::NoDefault)?;
+                if !found
+                    .models
+                    .iter()
+                    .any(|m| m.catalogue_id.as_deref() == Some(&entry.id))
+                {
+                    return Err(ModelsError::DefaultMissing {
+                        name: entry.name.clone(),
+                        file: entry.file.clone(),
+                    });
+                }
+                entry.id.clone()
+            }
+        },
+    };
+    match library::resolve(&query, &found.models)? {
+        ResolvedModel::Found(m) => Ok(m.clone()),
+        ResolvedModel::Path(p) => Ok(ModelInfo::from_path(&p, ModelSource::Path)?),
+    }
+}

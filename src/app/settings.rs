@@ -1,0 +1,315 @@
+//! The app's settings, kept in `$BURROW_HOME/settings.json`: how runs go (protocol, limits,
+//! sampling, grammar, summarization, the plan gate) and each model's load settings.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::protocol::{Protocol, PROTOCOLS};
+use crate::agent::AgentConfig;
+use crate::config::BurrowHome;
+use crate::llm::llama::LoadOptions;
+
+pub const SETTINGS_FILE: &str = "settings.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    #[error("{path}: invalid settings: {reason}")]
+    Parse { path: PathBuf, reason: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the Settings screen edits. Missing fields take their defaults, so older files load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The ReAct dialect (see the README for why json-typed is the default).
+    pub protocol: String,
+    pub max_steps: usize,
+    /// 0 decodes greedily (reproducible runs).
+    pub temperature: f32,
+    /// Decode every step under the protocol's grammar.
+    pub grammar: bool,
+    /// Share of the context window past which older steps are summarized.
+    pub summarize_at: f64,
+    /// Refuse a final answer while the plan has open items.
+    pub require_plan_done: bool,
+    /// Who the agent is, in a line; empty keeps the built-in persona.
+    pub persona: String,
+    /// Load settings per model, keyed by the model's file path.
+    pub models: BTreeMap<String, ModelSettings>,
+}
+
+/// A model's load settings; unset fields take the engine's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelSettings {
+    pub context_size: Option<u32>,
+    pub threads: Option<u32>,
+    pub gpu_layers: Option<u32>,
+}
+
+impl ModelSettings {
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            context_size: self.context_size,
+            threads: self.threads,
+            gpu_layers: self.gpu_layers,
+            ..Default::default()
+        }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let agent = AgentConfig::default();
+        Settings {
+            protocol: agent.protocol.as_str().to_string(),
+            max_steps: agent.max_steps,
+            temperature: agent.sampling.temperature,
+            grammar: agent.grammar,
+            summarize_at: agent.summarize_at,
+            require_plan_done: agent.require_plan_done,
+            persona: String::new(),
+            models: BTreeMap::new(),
+        }
+    }
+}
+
+/// Bounds the Settings screen offers; values outside them are refused, not clamped.
+pub const MAX_STEPS: usize = 200;
+pub const MAX_TEMPERATURE: f32 = 2.0;
+pub const SUMMARIZE_RANGE: (f64, f64) = (0.3, 0.95);
+
+impl Settings {
+    pub fn path(home: &BurrowHome) -> PathBuf {
+        home.path().join(SETTINGS_FILE)
+    }
+
+    /// The saved settings, or the defaults when none were saved.
+    pub fn load(home: &BurrowHome) -> Result<Self, SettingsError> {
+        let path = Self::path(home);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
+            Err(source) => return Err(SettingsError::Io { path, source }),
+        };
+        let settings: Settings = serde_json::from_str(&text).map_err(|e| SettingsError::Parse {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        settings.validate().map_err(|e| SettingsError::Parse {
+            path,
+            reason: e.to_string(),
+        })?;
+        Ok(settings)
+    }
+
+    /// Checks and writes the settings. The file is replaced whole (written beside it, then
+    /// renamed), so a crash mid-write leaves the previous settings.
+    pub fn save(&self, home: &BurrowHome) -> Result<(), SettingsError> {
+        self.validate()?;
+        let path = Self::path(home);
+        let io = |source| SettingsError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(home.path()).map_err(io)?;
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| SettingsError::Invalid {
+            field: "settings",
+            reason: e.to_string(),
+        })?;
+        std::fs::write(&tmp, text).map_err(|source| SettingsError::Io {
+            path: tmp.clone(),
+            source,
+        })?;
+        std::fs::rename(&tmp, &path).map_err(io)
+    }
+
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let invalid = |field, reason: String| Err(SettingsError::Invalid { field, reason });
+        if Protocol::parse_name(&self.protocol).is_none() {
+            let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
+            return invalid(
+                "protocol",
+                format!("{:?} is not one of {}", self.protocol, names.join(", ")),
+            );
+        }
+        if !(1..=MAX_STEPS).contains(&self.max_steps) {
+            return invalid(
+                "max_steps",
+                format!("{} is not between 1 and {MAX_STEPS}", self.max_steps),
+            );
+        }
+        if !(0.0..=MAX_TEMPERATURE).contains(&self.temperature) {
+            return invalid(
+                "temperature",
+                format!(
+                    "{} is not between 0 and {MAX_TEMPERATURE}",
+                    self.temperature
+                ),
+            );
+        }
+        let (lo, hi) = SUMMARIZE_RANGE;
+        if !(lo..=hi).contains(&self.summarize_at) {
+            return invalid(
+                "summarize_at",
+                format!("{} is not between {lo} and {hi}", self.summarize_at),
+            );
+        }
+        for (model, m) in &self.models {
+            if m.context_size.is_some_and(|c| c < 256) {
+                return invalid(
+                    "context_size",
+                    format!("{model}: at least 256 tokens are needed"),
+                );
+            }
+            if m.threads == Some(0) {
+                return invalid("threads", format!("{model}: at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The agent's configuration for a run with these settings.
+    pub fn agent_config(&self, task_context: String) -> AgentConfig {
+        let mut config = AgentConfig {
+            protocol: Protocol::parse_name(&self.protocol).unwrap_or(Protocol::JsonTyped),
+            max_steps: self.max_steps,
+            grammar: self.grammar,
+            summarize_at: self.summarize_at,
+            require_plan_done: self.require_plan_done,
+            task_context,
+            ..Default::default()
+        };
+        config.sampling.temperature = self.temperature;
+        if !self.persona.trim().is_empty() {
+            config.persona = self.persona.trim().to_string();
+        }
+        config
+    }
+
+    pub fn model(&self, path: &Path) -> ModelSettings {
+        self.models
+            .get(&path.to_string_lossy().into_owned())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_settings_are_the_defaults_and_saved_ones_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = BurrowHome::new(dir.path());
+        assert_eq!(Settings::load(&home).unwrap(), Settings::default());
+        let mut s = Settings {
+            protocol: "text".into(),
+            max_steps: 30,
+            ..Default::default()
+        };
+        s.models.insert(
+            "/models/a.gguf".into(),
+            ModelSettings {
+                context_size: Some(8192),
+                ..Default::default()
+            },
+        );
+        s.save(&home).unwrap();
+        assert_eq!(Settings::load(&home).unwrap(), s);
+        assert_eq!(
+            s.model(Path::new("/models/a.gguf")).context_size,
+            Some(8192)
+        );
+        assert_eq!(
+            s.model(Path::new("/models/b.gguf")),
+            ModelSettings::default()
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_field_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = BurrowHome::new(dir.path());
+        for (s, field) in [
+            (
+                Settings {
+                    protocol: "xml".into(),
+                    ..Default::default()
+                },
+                "protocol",
+            ),
+            (
+                Settings {
+                    max_steps: 0,
+                    ..Default::default()
+                },
+                "max_steps",
+            ),
+            (
+                Settings {
+                    temperature: -1.0,
+                    ..Default::default()
+                },
+                "temperature",
+            ),
+            (
+                Settings {
+                    summarize_at: 1.5,
+                    ..Default::default()
+                },
+                "summarize_at",
+            ),
+        ] {
+            let e = s.save(&home).unwrap_err();
+            assert!(e.to_string().starts_with(field), "{e}");
+            assert!(!Settings::path(&home).exists());
+        }
+    }
+
+    #[test]
+    fn a_corrupt_file_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = BurrowHome::new(dir.path());
+        std::fs::write(Settings::path(&home), "{\"max_steps\": \"many\"}").unwrap();
+        let e = Settings::load(&home).unwrap_err().to_string();
+        assert!(
+            e.contains(SETTINGS_FILE) && e.contains("line 1 column 20"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn settings_become_the_agent_configuration() {
+        let s = Settings {
+            protocol: "tool-calls".into(),
+            max_steps: 7,
+            temperature: 0.4,
+            grammar: false,
+            summarize_at: 0.5,
+            require_plan_done: false,
+            persona: "  A careful reviewer.  ".into(),
+            models: BTreeMap::new(),
+        };
+        let c = s.agent_config("ctx".into());
+        assert_eq!(c.protocol, Protocol::ToolCalls);
+        assert_eq!(c.max_steps, 7);
+        assert_eq!(c.sampling.temperature, 0.4);
+        assert!(!c.grammar && !c.require_plan_done);
+        assert_eq!(c.summarize_at, 0.5);
+        assert_eq!(c.persona, "A careful reviewer.");
+        assert_eq!(c.task_context, "ctx");
+    }
+}

@@ -1,0 +1,294 @@
+//! Issue #5: the app's core (what the desktop shell's commands call), driven without a window:
+//! a scripted model, a workspace built in a temp dir, and the events the UI would receive.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use burrow::agent::record::RunStatus;
+use burrow::agent::AgentEvent;
+use burrow::app::{App, AppError, AppEvent, ModelStatus, RunTask, Settings};
+use burrow::config::BurrowHome;
+use burrow::llm::fake::{FakeModel, FakeTurn};
+use serde_json::json;
+
+fn tool(name: &str, args: serde_json::Value) -> FakeTurn {
+    FakeTurn::text(
+        &json!({"type": "tool", "thinking": "next", "tool_name": name, "tool_args": args})
+            .to_string(),
+    )
+}
+
+fn answer(text: &str) -> FakeTurn {
+    FakeTurn::text(&json!({"type": "final", "thinking": "done", "final": text}).to_string())
+}
+
+fn status(name: &str) -> ModelStatus {
+    ModelStatus {
+        name: name.into(),
+        path: PathBuf::from(format!("/models/{name}.gguf")),
+        quantization: "Q4_1".into(),
+        context_size: 4096,
+        threads: 2,
+        gpu_layers: 0,
+        memory_bytes: 1 << 20,
+        load_ms: 1.0,
+        fallback_template: false,
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    app: App,
+    project: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(
+        project.join("src/lib.rs"),
+        "/// Parses the wallet file.\npub fn parse_wallet() {}\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("README.md"), "# Project\nA wallet parser.\n").unwrap();
+    let app = App::open(BurrowHome::new(dir.path().join("home"))).unwrap();
+    Fixture {
+        _dir: dir,
+        app,
+        project,
+    }
+}
+
+fn add(f: &Fixture) -> Vec<AppEvent> {
+    let mut events = Vec::new();
+    f.app
+        .add_repository(&f.project, &mut |e| events.push(e))
+        .unwrap();
+    events
+}
+
+#[test]
+fn a_folder_is_added_and_indexed_with_progress() {
+    let f = fixture();
+    let events = add(&f);
+    assert!(
+        events.iter().any(|e| matches!(e, AppEvent::Index { .. })),
+        "{events:?}"
+    );
+    let Some(AppEvent::Indexed { report, .. }) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(report.files_indexed, 2);
+    let status = f.app.workspace_status().unwrap();
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0].files, 2);
+    assert_eq!(status[0].repo.status, "ready");
+    // The default workspace is indexed on the first start only.
+    assert!(f
+        .app
+        .ensure_repository(&f.project, &mut |_| {})
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn the_default_workspace_is_indexed_on_first_start() {
+    let f = fixture();
+    let report = f
+        .app
+        .ensure_repository(&f.project, &mut |_| {})
+        .unwrap()
+        .expect("indexed on the first start");
+    assert_eq!(report.files_indexed, 2);
+}
+
+/// Bad input: a folder that cannot be indexed and a malformed import are clear messages, and
+/// what was indexed before is untouched.
+#[test]
+fn bad_sources_fail_with_a_message_and_lose_nothing() {
+    let f = fixture();
+    add(&f);
+    let before = f.app.workspace_status().unwrap();
+
+    let missing = f.project.join("no-such-folder");
+    let mut events = Vec::new();
+    let err = f
+        .app
+        .add_repository(&missing, &mut |e| events.push(e))
+        .unwrap_err();
+    let Some(AppEvent::IndexFailed { message, .. }) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert!(message.contains("no-such-folder"), "{message}");
+    assert_eq!(message, &err.to_string());
+
+    let bad = f.project.join("issues.json");
+    std::fs::write(&bad, "{\"number\": 1, \"title\": ").unwrap();
+    let mut events = Vec::new();
+    let err = f
+        .app
+        .import_issues(&bad, "owner/repo", &mut |e| events.push(e))
+        .unwrap_err();
+    assert!(err.to_string().contains("issues.json"), "{err}");
+    assert!(matches!(events.last(), Some(AppEvent::IndexFailed { .. })));
+
+    let after = f.app.workspace_status().unwrap();
+    assert_eq!(after.len(), before.len());
+    assert_eq!(after[0].files, before[0].files);
+}
+
+#[test]
+fn a_run_streams_its_steps_and_is_kept_in_history() {
+    let f = fixture();
+    add(&f);
+    let model = Arc::new(FakeModel::new([
+        tool("toolbelt_add_tool", json!({"name": "calculate"})),
+        tool("calculate", json!({"expression": "6 * 7"})),
+        answer("It is 42."),
+    ]));
+    f.app.set_model(model.clone(), status("fake"));
+    let mut events = Vec::new();
+    let outcome = f
+        .app
+        .run(RunTask::New("  What is 6 * 7?  ".into()), &mut |e| {
+            events.push(e)
+        })
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert_eq!(model.requests().len(), 3);
+
+    let agent: Vec<&AgentEvent> = events
+        .iter()
+        .filter_map(|e| match e {
+            AppEvent::Agent { event } => Some(event),
+            _ => None,
+        })
+        .collect();
+    assert!(matches!(agent[0], AgentEvent::RunStarted { task, .. } if task == "What is 6 * 7?"));
+    let finished: Vec<_> = agent
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::StepFinished { step } => Some(step),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished.len(), 3);
+    assert_eq!(finished[1].observation.as_deref(), Some("6 * 7 = 42"));
+    assert!(finished.iter().all(|s| s.prompt_tokens > 0));
+    let Some(AppEvent::RunEnded {
+        run_id: Some(id),
+        status,
+        final_answer,
+        ..
+    }) = events.last()
+    else {
+        panic!("{events:?}");
+    };
+    assert_eq!(*status, RunStatus::Succeeded);
+    assert_eq!(final_answer.as_deref(), Some("It is 42."));
+
+    let runs = f.app.runs(10).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].id, *id);
+    let kept = f.app.get_run(*id).unwrap();
+    assert_eq!(kept.steps.len(), 3);
+    assert_eq!(kept.steps[1].observation.as_deref(), Some("6 * 7 = 42"));
+    assert!(!f.app.is_running());
+}
+
+#[test]
+fn a_run_needs_a_model_and_a_task() {
+    let f = fixture();
+    let err = f.app.run(RunTask::New("anything".into()), &mut |_| {});
+    assert!(matches!(err, Err(AppError::NoModel)), "{err:?}");
+    f.app
+        .set_model(Arc::new(FakeModel::new([])), status("fake"));
+    let err = f.app.run(RunTask::New("   ".into()), &mut |_| {});
+    assert!(matches!(err, Err(AppError::EmptyTask)), "{err:?}");
+}
+
+#[test]
+fn stopping_a_run_ends_it_cancelled_with_its_steps_kept() {
+    let f = fixture();
+    let model = Arc::new(FakeModel::new([
+        tool("toolbelt_add_tool", json!({"name": "calculate"})),
+        tool("calculate", json!({"expression": "1 + 1"})),
+        answer("2"),
+    ]));
+    f.app.set_model(model.clone(), status("fake"));
+    let app = &f.app;
+    let mut second = None;
+    let outcome = app
+        .run(RunTask::New("add".into()), &mut |e| {
+            if let AppEvent::Agent {
+                event: AgentEvent::StepFinished { .. },
+            } = e
+            {
+                // One run at a time: a second one is refused while this one runs.
+                second = Some(app.run(RunTask::New("another".into()), &mut |_| {}));
+                assert!(app.stop_run());
+            }
+        })
+        .unwrap();
+    assert!(
+        matches!(second, Some(Err(AppError::RunInProgress))),
+        "{second:?}"
+    );
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert_eq!(outcome.steps.len(), 1);
+    assert_eq!(model.remaining_turns(), 2);
+    let kept = app.get_run(outcome.run_id.unwrap()).unwrap();
+    assert_eq!(kept.status, RunStatus::Cancelled);
+    assert_eq!(kept.steps.len(), 1);
+    assert!(!app.stop_run(), "nothing is running any more");
+}
+
+/// Bad input: a model file that cannot be loaded is a clear message, and nothing changes.
+#[test]
+fn a_model_that_fails_to_load_is_reported() {
+    let f = fixture();
+    let bad = f.project.join("broken.gguf");
+    std::fs::write(&bad, b"GGUF\x03\x00\x00\x00not really a model").unwrap();
+    let mut events = Vec::new();
+    let err = f
+        .app
+        .load_model(Some(bad.to_str().unwrap()), &mut |e| events.push(e))
+        .unwrap_err();
+    let Some(AppEvent::LoadFailed { message, .. }) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(message, &err.to_string());
+    assert!(message.contains("broken.gguf"), "{message}");
+    assert_eq!(f.app.model_status(), None);
+}
+
+#[test]
+fn settings_are_checked_saved_and_used() {
+    let f = fixture();
+    assert_eq!(f.app.settings(), Settings::default());
+    let bad = Settings {
+        max_steps: 0,
+        ..Default::default()
+    };
+    assert!(f.app.set_settings(bad).is_err());
+    assert_eq!(f.app.settings(), Settings::default());
+    let good = Settings {
+        max_steps: 1,
+        ..Default::default()
+    };
+    f.app.set_settings(good.clone()).unwrap();
+    let reopened = App::open(f.app.home().clone()).unwrap();
+    assert_eq!(reopened.settings(), good);
+
+    // max_steps = 1: the run stops after one step.
+    let model = Arc::new(FakeModel::new([
+        tool("toolbelt_list_tools", json!({})),
+        answer("never reached"),
+    ]));
+    reopened.set_model(model, status("fake"));
+    let outcome = reopened
+        .run(RunTask::New("go".into()), &mut |_| {})
+        .unwrap();
+    assert_eq!(outcome.status, RunStatus::MaxSteps);
+}
