@@ -190,7 +190,8 @@ struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     repetitions: usize,
     /// Which measurements: a comma-separated list of prefill, decode, grammar, reuse, depth
-    /// (the first token of 64 new tokens behind 0, 700, 1600 and 2600 cached ones).
+    /// (the first token of 48 new tokens behind 0, 700, 1600 and 2600 cached ones, with and
+    /// without prefill padding).
     #[arg(long, default_value = "prefill,decode,grammar,reuse")]
     tests: String,
     /// Sampling temperature for the grammar measurement (0 = greedy).

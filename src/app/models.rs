@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::{BurrowHome, ConfigError};
+use crate::config::{BurrowHome, Config, ConfigError};
 use crate::llm::library::{self, Catalogue, Discovery, ModelInfo, ModelSource, ResolvedModel};
 use crate::llm::LlmError;
 
@@ -33,17 +33,21 @@ pub fn project_models_dir() -> Option<PathBuf> {
 }
 
 pub fn discover(home: &BurrowHome) -> Result<Discovery, ModelsError> {
-    let config = home.load_config()?;
-    let roots = library::default_roots(home, &config, project_models_dir().as_deref());
-    Ok(library::discover(&roots))
+    Ok(discover_with(home, &home.load_config()?))
+}
+
+fn discover_with(home: &BurrowHome, config: &Config) -> Discovery {
+    let roots = library::default_roots(home, config, project_models_dir().as_deref());
+    library::discover(&roots)
 }
 
 /// The model `query` names, or with none the configured default, else the catalogue's.
 pub fn find(home: &BurrowHome, query: Option<&str>) -> Result<ModelInfo, ModelsError> {
-    let found = discover(home)?;
+    let config = home.load_config()?;
+    let found = discover_with(home, &config);
     let query = match query {
         Some(q) => q.to_string(),
-        None => match home.load_config()?.default_model {
+        None => match config.default_model {
             Some(m) => m,
             None => {
                 let entry = Catalogue::builtin()
