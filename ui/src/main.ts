@@ -66,7 +66,6 @@ function flush(): void {
   // Lists the events changed are read again from the core.
   if (events.some((e) => e.kind === "indexed" || e.kind === "index_failed")) void refreshRepos();
   if (events.some((e) => e.kind === "run_ended")) void refreshRuns();
-  if (events.some((e) => e.kind === "loaded")) void refreshModels();
   if (state !== before) render();
 }
 
