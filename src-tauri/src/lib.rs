@@ -245,7 +245,7 @@ async fn start_run(
     .await
 }
 
-/// Continues an interrupted (or stopped) run from its last step.
+/// Continues an interrupted run (its process died) from its last kept step.
 #[tauri::command]
 async fn resume_run(
     shell: State<'_, Shell>,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+use burrow::agent::record::{ActionRecord, StepRecord};
 use burrow::app::{App, ModelStatus};
 use burrow::config::BurrowHome;
 use burrow::llm::fake::{FakeModel, FakeTurn};
@@ -360,6 +361,77 @@ fn stop_run_ends_the_run_cancelled_while_the_window_keeps_answering() {
     assert_eq!(ended["kind"], "run_ended");
     assert_eq!(ended["status"], "cancelled");
     assert_eq!(f.invoke("stop_run", json!({})), Ok(json!(false)));
+}
+
+/// History's Continue: a run whose process died (still marked running, its lock free) goes on
+/// from its kept steps under the same id, streaming as a new run does; an ended run is refused.
+#[test]
+fn resume_run_continues_an_interrupted_run_from_its_kept_steps() {
+    let f = fixture();
+    let core = f.app.state::<Shell>().app().clone();
+    let kept_thought = "kept before the app was closed";
+    let id = {
+        let ws = core.workspace();
+        let handle = ws
+            .start_run("What is 6 * 7?", Some("fake"), "json-typed")
+            .unwrap();
+        let output = json!({"type": "tool", "thinking": kept_thought, "tool_name": "toolbelt_add_tool", "tool_args": {"name": "calculate"}});
+        ws.save_step(
+            &handle,
+            &StepRecord {
+                index: 0,
+                output: output.to_string(),
+                thought: kept_thought.into(),
+                action: Some(ActionRecord {
+                    tool: "toolbelt_add_tool".into(),
+                    args: json!({"name": "calculate"}).as_object().cloned().unwrap(),
+                }),
+                observation: Some("calculate is now active.".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        handle.id
+        // The handle drops here: the run's lock is free, as when its process dies.
+    };
+    f.use_fake_model(vec![
+        tool("calculate", json!({"expression": "6 * 7"})),
+        answer("42"),
+    ]);
+    let outcome = f
+        .invoke("resume_run", json!({"id": id, "onEvent": "__CHANNEL__:41"}))
+        .unwrap();
+    assert_eq!(outcome["run_id"], id);
+    assert_eq!(outcome["status"], "succeeded", "{outcome}");
+    assert_eq!(outcome["final_answer"], "42");
+    let events = f.events(41);
+    assert_eq!(events[0]["event"]["type"], "run_started");
+    assert_eq!(events[0]["event"]["run_id"], id);
+    assert_eq!(events.last().unwrap()["kind"], "run_ended");
+    // The new steps stream from index 1: the kept step is not run again.
+    let started: Vec<i64> = events
+        .iter()
+        .filter(|e| e["event"]["type"] == "step_started")
+        .map(|e| e["event"]["index"].as_i64().unwrap())
+        .collect();
+    assert_eq!(started, vec![1, 2]);
+    let run = f.invoke("get_run", json!({"id": id})).unwrap();
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{run}");
+    assert_eq!(steps[0]["thought"], kept_thought);
+    assert_eq!(steps[1]["action"]["tool"], "calculate");
+    assert_eq!(run["status"], "succeeded");
+
+    let err = f
+        .invoke("resume_run", json!({"id": id, "onEvent": "__CHANNEL__:42"}))
+        .unwrap_err();
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("run {id} ended (succeeded)")),
+        "{err}"
+    );
 }
 
 /// Bad input: each failure reaches the page as a kind and a message naming what and where, and

@@ -1,29 +1,28 @@
 // End to end in the real WebKitGTK webview: tauri-driver (in front of WebKitWebDriver) starts
-// the built app under Xvfb, and this script drives it over plain WebDriver (HTTP + JSON, no
-// client library): add a workspace and see it indexed, load and switch models, run a task and
-// see its steps and plan, stop a run, reopen it from history, change a setting. A screenshot of
-// each screen is saved under ui/test-results/e2e/. Run by scripts/e2e.sh.
+// the built app under Xvfb, and this script drives it over plain WebDriver (webdriver.mjs): add a
+// workspace and see it indexed, load and switch models and see one fail to load, run a task and
+// see its steps and plan, stop a run, reopen it from history, change a setting; then close the
+// app in the middle of a run and start it again the way the README's run command does (the
+// folder it starts in as default workspace, the default model, here in the dark theme) and
+// continue the interrupted run. A screenshot of each screen is saved under
+// ui/test-results/e2e/. Run by scripts/e2e.sh.
 //
 // Environment: BURROW_APP (the app binary), BURROW_MODEL (a GGUF), TAURI_DRIVER (the driver).
 
-import { spawn, execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync, linkSync, rmSync, existsSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { openSession, sleep, startDriver } from "./webdriver.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const OUT = join(ROOT, "ui/test-results/e2e");
 const APP = process.env.BURROW_APP ?? join(ROOT, "target/debug/burrow-app");
 const MODEL = process.env.BURROW_MODEL ?? join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf");
-const DRIVER = process.env.TAURI_DRIVER ?? "tauri-driver";
-const PORT = 4444;
-const BASE = `http://127.0.0.1:${PORT}`;
-const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
 
 const log = (...a) => console.error("[e2e]", ...a);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// ---- fixtures: a Burrow home with two model names for one file, and a small git repository ----
+// ---- fixtures: a Burrow home with two model names for one file, and two small git repositories ----
 
 const tmp = mkdtempSync(join(tmpdir(), "burrow-e2e-"));
 const home = join(tmp, "home");
@@ -33,85 +32,69 @@ mkdirSync(models, { recursive: true });
 const MODEL_B = join(models, "smollm2-copy.gguf");
 linkSync(MODEL, MODEL_B);
 writeFileSync(join(models, "broken.gguf"), "GGUF not really a model");
+// A model from the future: a readable GGUF whose architecture this llama.cpp does not know (the
+// real weights with general.architecture renamed). It is listed, and loading it fails.
+const FUTURE = join(models, "future-arch.gguf");
+{
+  const bytes = readFileSync(MODEL);
+  const key = Buffer.from("general.architecture");
+  const at = bytes.indexOf(key);
+  // key, then the value's type (u32) and length (u64), then the name.
+  const value = at + key.length + 4 + 8;
+  if (at < 0 || bytes.subarray(value, value + 5).toString() !== "llama") throw new Error("unexpected GGUF layout in the model");
+  bytes.write("zzyzx", value);
+  writeFileSync(FUTURE, bytes);
+}
+
+function gitRepo(dir, files, message) {
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(dir, path, ".."), { recursive: true });
+    writeFileSync(join(dir, path), content);
+  }
+  const git = (...args) =>
+    execFileSync("git", args, {
+      cwd: dir,
+      env: { ...process.env, GIT_AUTHOR_NAME: "Ada", GIT_AUTHOR_EMAIL: "ada@example.org", GIT_COMMITTER_NAME: "Ada", GIT_COMMITTER_EMAIL: "ada@example.org" },
+    });
+  git("init", "-q", "-b", "main");
+  git("add", ".");
+  git("commit", "-q", "-m", message);
+}
 const project = join(tmp, "wallet-tool");
-mkdirSync(join(project, "src"), { recursive: true });
-writeFileSync(
-  join(project, "src/wallet.rs"),
-  "/// Loads a wallet file from disk.\npub fn load_wallet(path: &str) -> Wallet {\n    todo!()\n}\n",
+gitRepo(
+  project,
+  {
+    "src/wallet.rs": "/// Loads a wallet file from disk.\npub fn load_wallet(path: &str) -> Wallet {\n    todo!()\n}\n",
+    "README.md": "# wallet-tool\nReads wallet files. See src/wallet.rs.\n",
+  },
+  "Add the wallet loader",
 );
-writeFileSync(join(project, "README.md"), "# wallet-tool\nReads wallet files. See src/wallet.rs.\n");
-const git = (...args) =>
-  execFileSync("git", args, {
-    cwd: project,
-    env: { ...process.env, GIT_AUTHOR_NAME: "Ada", GIT_AUTHOR_EMAIL: "ada@example.org", GIT_COMMITTER_NAME: "Ada", GIT_COMMITTER_EMAIL: "ada@example.org" },
-  });
-git("init", "-q", "-b", "main");
-git("add", ".");
-git("commit", "-q", "-m", "Add the wallet loader");
+// The folder the app is started in the second time: its default workspace.
+const startFolder = join(tmp, "ledger-tool");
+gitRepo(
+  startFolder,
+  {
+    "src/ledger.py": "def balance(entries):\n    return sum(e.amount for e in entries)\n",
+    "src/report.py": "from ledger import balance\n\ndef report(entries):\n    print(balance(entries))\n",
+    "README.md": "# ledger-tool\nSums ledger entries.\n",
+  },
+  "Add the ledger",
+);
 mkdirSync(OUT, { recursive: true });
 
-// ---- WebDriver over fetch ----
+// ---- the session in use ----
 
-async function wd(method, path, body) {
-  const res = await fetch(`${BASE}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000),
-  });
-  const json = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json.value ?? json)}`);
-  return json.value;
-}
-
-let session = "";
-const s = (p) => `/session/${session}${p}`;
-async function find(css) {
-  const ref = await wd("POST", s("/element"), { using: "css selector", value: css });
-  const id = ref?.[ELEMENT] ?? Object.values(ref ?? {})[0];
-  if (typeof id !== "string") throw new Error(`no element ${css}: ${JSON.stringify(ref)}`);
-  return id;
-}
-const click = async (css) => wd("POST", s(`/element/${await find(css)}/click`), {});
-const type = async (css, text) => {
-  const el = await find(css);
-  await wd("POST", s(`/element/${el}/clear`), {});
-  await wd("POST", s(`/element/${el}/value`), { text });
-};
-const keys = async (css, text) => wd("POST", s(`/element/${await find(css)}/value`), { text });
-const exec = (script, args = []) => wd("POST", s("/execute/sync"), { script, args });
-const text = (css) => exec("const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", [css]);
-
-/// Polls `script` (which returns a value or null) until it returns something.
-async function until(what, script, args = [], timeoutMs = 120_000) {
-  const start = Date.now();
-  let last;
-  for (;;) {
-    try {
-      last = await exec(script, args);
-      if (last !== null && last !== false && last !== undefined) return last;
-    } catch (e) {
-      last = String(e);
-    }
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-    await sleep(150);
-  }
-}
-
-// WebKitGTK under Xvfb answers a screenshot only after its next paint, and a page with nothing
-// changing never paints again (seen: a screenshot waits forever unless a caret blinks). A
-// 1-pixel animated element, there only while the screenshot is taken, keeps frames coming.
-const TICK_ON =
-  "const t = document.createElement('div'); t.id = 'e2e-tick'; t.style.cssText = 'position:fixed;right:0;bottom:0;width:1px;height:1px;opacity:0.01'; document.body.append(t); let n = 0; (function f(){ if (!t.isConnected) return; t.style.opacity = String(0.01 + (n++ % 2) * 0.01); requestAnimationFrame(f); })();";
-const TICK_OFF = "document.getElementById('e2e-tick')?.remove();";
-
+let sess = null;
+const click = (css) => sess.click(css);
+const type = (css, t) => sess.type(css, t);
+const keys = (css, t) => sess.keys(css, t);
+const exec = (script, args) => sess.exec(script, args);
+const text = (css) => sess.text(css);
+const until = (what, script, args, timeoutMs) => sess.until(what, script, args, timeoutMs);
 async function screenshot(name) {
-  await exec(TICK_ON);
-  const png = await wd("GET", s("/screenshot")).finally(() => exec(TICK_OFF));
-  writeFileSync(join(OUT, `${name}.png`), Buffer.from(png, "base64"));
+  await sess.screenshot(join(OUT, `${name}.png`));
   log(`screenshot ${name}.png`);
 }
-
 const tab = (name) => click(`#tab-${name}`);
 
 // ---- the run ----
@@ -131,35 +114,13 @@ async function step(name, f) {
   }
 }
 
-const driver = spawn(DRIVER, ["--port", String(PORT), "--native-driver", "/usr/bin/WebKitWebDriver"], {
-  stdio: ["ignore", "inherit", "inherit"],
-});
+let driver = await startDriver();
 let failed = false;
 try {
-  for (let i = 0; ; i++) {
-    try {
-      await fetch(`${BASE}/status`);
-      break;
-    } catch {
-      if (i > 100) throw new Error("tauri-driver did not start");
-      await sleep(100);
-    }
-  }
-
   let coldStartMs = 0;
   await step("cold start to an interactive window", async () => {
     const t0 = Date.now();
-    const created = await wd("POST", "/session", {
-      capabilities: {
-        alwaysMatch: {
-          "tauri:options": {
-            application: APP,
-            args: ["--home", home, "--no-workspace", "--no-model"],
-          },
-        },
-      },
-    });
-    session = created.sessionId;
+    sess = await openSession(driver, APP, ["--home", home, "--no-workspace", "--no-model"]);
     await until("the page to be ready", "return document.body.dataset.ready === '1';");
     coldStartMs = Date.now() - t0;
     await until("the task box", "return !!document.querySelector('#task');");
@@ -197,6 +158,12 @@ try {
     if (!/Memory/.test(current)) throw new Error(`no memory figure: ${current}`);
     const problem = await text(".warning");
     if (!problem || !problem.includes("broken.gguf")) throw new Error(`the unreadable file is not reported: ${problem}`);
+    // A model that fails to load: its message names it, and the model in use stays in use.
+    await click(`tr[data-path="${FUTURE}"] button.load`);
+    const failure = await until("the load failure", "const e = document.querySelector('#model-error'); return e ? e.textContent : null;");
+    if (!failure.includes("future-arch.gguf") || !failure.includes("zzyzx")) throw new Error(`the failure does not say what and why: ${failure}`);
+    const still = await until("the model in use", `const c = document.querySelector('.current-model'); return c ? c.textContent : null;`);
+    if (!still.includes(MODEL_B)) throw new Error(`the model in use changed after a failed load: ${still}`);
     await screenshot("03-models");
   });
 
@@ -266,21 +233,83 @@ try {
   });
 
   await step("readable at 800x600", async () => {
-    await wd("POST", s("/window/rect"), { width: 800, height: 600 });
+    await sess.wd("POST", "/window/rect", { width: 800, height: 600 });
     await sleep(500);
     const overflow = await exec("return document.documentElement.scrollWidth > window.innerWidth + 1;");
     await screenshot("10-run-800x600");
     if (overflow) throw new Error("the page scrolls sideways at 800x600");
+    await sess.wd("POST", "/window/rect", { width: 1100, height: 760 });
   });
 
-  writeFileSync(join(OUT, "results.json"), JSON.stringify({ coldStartMs, results }, null, 2));
-  log(`cold start to an interactive window: ${coldStartMs} ms`);
+  let killedRun = 0;
+  let keptSteps = 0;
+  await step("close the app in the middle of a run", async () => {
+    await tab("run");
+    await type("#task", "Find where the wallet file is loaded and explain how.");
+    await keys("#task", "\uE007");
+    // A step kept in the database, and the next one streaming, when the app goes.
+    await until("a second step", "return document.querySelectorAll('.step').length >= 2 ? true : null;", [], 300_000);
+    killedRun = Number((await text(".run-meta")).match(/run (\d+)/)?.[1] ?? 0);
+    keptSteps = (await exec("return document.querySelectorAll('.step').length;")) - 1;
+    if (!killedRun) throw new Error("the run has no id");
+    await sess.close();
+    sess = null;
+    await driver.stop();
+  });
+
+  let restartMs = 0;
+  await step("start as the README's run command does: default workspace and model (dark theme)", async () => {
+    // Started in another folder, with no workspace or model arguments, and a dark desktop.
+    driver = await startDriver({ cwd: startFolder, env: { GTK_THEME: "Adwaita:dark" } });
+    const t0 = Date.now();
+    sess = await openSession(driver, APP, ["--home", home]);
+    await until("the page to be ready", "return document.body.dataset.ready === '1';");
+    restartMs = Date.now() - t0;
+    if (!(await exec("return matchMedia('(prefers-color-scheme: dark)').matches;"))) throw new Error("the page is not in the dark theme");
+    const bg = await exec("return getComputedStyle(document.body).backgroundColor;");
+    const [r, g, b] = bg.match(/\d+/g).map(Number);
+    if (r + g + b > 3 * 100) throw new Error(`the dark theme's background is light: ${bg}`);
+    await until("the default model to load", "const c = document.querySelector('#current-model'); return c ? c.textContent : null;", [], 120_000);
+    await tab("workspace");
+    await until(
+      "the start folder to be indexed",
+      "const r = document.querySelector('#repos tr[data-repo=\"ledger-tool\"]'); return r && r.textContent.includes('ready') ? r.textContent : null;",
+    );
+    const job = await text(".index-job");
+    if (!job || !/3 files indexed/.test(job)) throw new Error(`the start folder's indexing was not shown: ${job}`);
+    // What the first session indexed is still there.
+    const kept = await text('#repos tr[data-repo="wallet-tool"]');
+    if (!kept || !kept.includes("ready")) throw new Error(`the first workspace was lost: ${kept}`);
+    await screenshot("11-dark-workspace");
+  });
+
+  await step("continue the interrupted run", async () => {
+    await tab("history");
+    const status = await until("the interrupted run", `const r = document.querySelector('tr[data-run="${killedRun}"]'); return r ? r.querySelector('.badge').textContent : null;`);
+    if (status !== "Interrupted") throw new Error(`run ${killedRun} is ${status}, not interrupted`);
+    await screenshot("12-dark-history");
+    await click(`tr[data-run="${killedRun}"] button.resume-run`);
+    await until("the run to go on", "return document.querySelector('.run-meta .badge')?.textContent === 'Running';");
+    const meta = await text(".run-meta");
+    if (!meta.includes(`run ${killedRun}`)) throw new Error(`continued the wrong run: ${meta}`);
+    const shown = await exec("return document.querySelectorAll('.step').length;");
+    if (shown < keptSteps) throw new Error(`the continued run shows ${shown} steps, fewer than the ${keptSteps} kept`);
+    const end = await until("the run to end", "const b = document.querySelector('.run-meta .badge'); return b && b.textContent !== 'Running' ? b.textContent : null;", [], 400_000);
+    if (end === "Interrupted" || end === "Error") throw new Error(`the continued run ended as ${end}`);
+    const steps = await exec("return document.querySelectorAll('.step').length;");
+    if (steps <= keptSteps) throw new Error(`no new step after continuing (${steps} steps)`);
+    log(`run ${killedRun} continued from ${keptSteps} kept steps to ${steps}: ${end}`);
+    await screenshot("13-dark-run-continued");
+  });
+
+  writeFileSync(join(OUT, "results.json"), JSON.stringify({ coldStartMs, restartMs, results }, null, 2));
+  log(`cold start to an interactive window: ${coldStartMs} ms (restart with the default model and workspace: ${restartMs} ms)`);
 } catch (e) {
   failed = true;
   writeFileSync(join(OUT, "results.json"), JSON.stringify({ results, error: String(e) }, null, 2));
 } finally {
-  if (session) await wd("DELETE", `/session/${session}`).catch(() => undefined);
-  driver.kill();
+  await sess?.close().catch(() => undefined);
+  await driver.stop();
   if (existsSync(tmp)) rmSync(tmp, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);

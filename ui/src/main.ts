@@ -52,14 +52,21 @@ let settings: Settings | null = null;
 /// Messages from commands that failed outside any stream (shown until dismissed).
 let notices: { id: number; text: string; error: boolean }[] = [];
 let noticeId = 0;
+/// Off only in the UI benchmark, to compare with rendering every event as it comes.
+let coalesce = true;
+/// The benchmark's record of how long each flush took (reduce and redraw), when it asks.
+let flushTimes: number[] | null = null;
 
 function dispatch(ev: AppEvent): void {
   queue.push(ev);
-  if (!frame) frame = requestAnimationFrame(flush);
+  if (!coalesce) flush();
+  else if (!frame) frame = requestAnimationFrame(flush);
 }
 
 function flush(): void {
+  if (frame) cancelAnimationFrame(frame);
   frame = 0;
+  const t0 = flushTimes ? performance.now() : 0;
   const events = queue.splice(0);
   const before = state;
   state = reduceAll(state, events);
@@ -67,6 +74,7 @@ function flush(): void {
   if (events.some((e) => e.kind === "indexed" || e.kind === "index_failed")) void refreshRepos();
   if (events.some((e) => e.kind === "run_ended")) void refreshRuns();
   if (state !== before) render();
+  flushTimes?.push(performance.now() - t0);
 }
 
 function notify(text: string, error = true): void {
@@ -336,7 +344,9 @@ function renderModels(): void {
     parts.push(h("div", { class: "card", id: "model-loading" }, `Loading ${m.loading.model}: ${(m.loading.progress * 100).toFixed(0)}%`, progressBar(m.loading.progress, 1, "Model loading")));
   }
   if (m.error) {
-    parts.push(h("div", { class: "error-box", role: "alert", id: "model-error" }, h("strong", null, `${m.error.model} could not be loaded. `), m.error.message));
+    // The core's message names the file already; the label is said only when it does not.
+    const named = m.error.message.includes(m.error.model);
+    parts.push(h("div", { class: "error-box", role: "alert", id: "model-error" }, h("strong", null, named ? "The model could not be loaded: " : `${m.error.model} could not be loaded: `), m.error.message));
   }
   if (current) {
     parts.push(
@@ -391,7 +401,7 @@ function renderModels(): void {
     ),
   );
   if (models.length === 0) parts.push(h("p", { class: "muted" }, "No models found. Put .gguf files in Burrow's models folder, or fetch the default one with python3 models/fetch.py."));
-  for (const p of discovery?.problems ?? []) parts.push(h("p", { class: "warning" }, `${p.path}: ${p.error}`));
+  for (const p of discovery?.problems ?? []) parts.push(h("p", { class: "warning" }, p.error.includes(p.path) ? p.error : `${p.path}: ${p.error}`));
   replaceChildren(views.models, parts);
 }
 
@@ -669,3 +679,26 @@ async function start(): Promise<void> {
 }
 
 void start();
+
+// The UI benchmark (scripts/bench-ui.sh) opens the page with ?bench; nothing of it is loaded
+// otherwise.
+if (new URLSearchParams(location.search).has("bench")) {
+  void import("./bench").then((b) =>
+    b.install({
+      dispatch,
+      setCoalesce: (on) => {
+        coalesce = on;
+      },
+      reset: () => {
+        state = { ...state, run: null };
+        render();
+      },
+      builds: () => timeline.builds,
+      recordFlushes: (on) => {
+        const times = flushTimes ?? [];
+        flushTimes = on ? [] : null;
+        return times;
+      },
+    }),
+  );
+}

@@ -1,0 +1,135 @@
+// Plain WebDriver over fetch (HTTP + JSON, no client library), for driving the real app through
+// tauri-driver in front of WebKitWebDriver. Shared by the end-to-end tests (run.mjs) and the UI
+// benchmark (bench.mjs).
+
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+
+const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/// Starts tauri-driver on `port` and waits until it answers. `env` adds to the environment
+/// the app is started with (the driver passes its own on).
+export async function startDriver({ driver = process.env.TAURI_DRIVER ?? "tauri-driver", port = 4444, env = {}, cwd } = {}) {
+  const proc = spawn(driver, ["--port", String(port), "--native-driver", "/usr/bin/WebKitWebDriver"], {
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, ...env },
+    cwd,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      await fetch(`${base}/status`);
+      break;
+    } catch {
+      if (i > 100 || proc.exitCode !== null) throw new Error("tauri-driver did not start");
+      await sleep(100);
+    }
+  }
+  return {
+    base,
+    /// Stops the driver and waits for it (and the app it started) to be gone.
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const gone = new Promise((r) => proc.once("exit", r));
+      proc.kill();
+      await Promise.race([gone, sleep(5000)]);
+    },
+  };
+}
+
+async function call(base, method, path, body) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const json = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json.value ?? json)}`);
+  return json.value;
+}
+
+// WebKitGTK under Xvfb answers a screenshot only after its next paint, and a page with nothing
+// changing never paints again (seen: a screenshot waits forever unless a caret blinks). A
+// 1-pixel animated element, there only while the screenshot is taken, keeps frames coming.
+const TICK_ON =
+  "const t = document.createElement('div'); t.id = 'e2e-tick'; t.style.cssText = 'position:fixed;right:0;bottom:0;width:1px;height:1px;opacity:0.01'; document.body.append(t); let n = 0; (function f(){ if (!t.isConnected) return; t.style.opacity = String(0.01 + (n++ % 2) * 0.01); requestAnimationFrame(f); })();";
+const TICK_OFF = "document.getElementById('e2e-tick')?.remove();";
+
+/// A session: the app started with `args`; `ms` is how long the session request took.
+export async function openSession(driver, app, args) {
+  const created = await call(driver.base, "POST", "/session", {
+    capabilities: { alwaysMatch: { "tauri:options": { application: app, args } } },
+  });
+  return new Session(driver.base, created.sessionId);
+}
+
+export class Session {
+  constructor(base, id) {
+    this.base = base;
+    this.id = id;
+  }
+
+  wd(method, path, body) {
+    return call(this.base, method, `/session/${this.id}${path}`, body);
+  }
+
+  async find(css) {
+    const ref = await this.wd("POST", "/element", { using: "css selector", value: css });
+    const id = ref?.[ELEMENT] ?? Object.values(ref ?? {})[0];
+    if (typeof id !== "string") throw new Error(`no element ${css}: ${JSON.stringify(ref)}`);
+    return id;
+  }
+
+  async click(css) {
+    return this.wd("POST", `/element/${await this.find(css)}/click`, {});
+  }
+
+  /// Replaces an input's text.
+  async type(css, text) {
+    const el = await this.find(css);
+    await this.wd("POST", `/element/${el}/clear`, {});
+    await this.wd("POST", `/element/${el}/value`, { text });
+  }
+
+  /// Sends keys to an element (\uE007 is Enter, \uE00C Escape).
+  async keys(css, text) {
+    return this.wd("POST", `/element/${await this.find(css)}/value`, { text });
+  }
+
+  exec(script, args = []) {
+    return this.wd("POST", "/execute/sync", { script, args });
+  }
+
+  text(css) {
+    return this.exec("const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", [css]);
+  }
+
+  /// Polls `script` (which returns a value, or null/false while not yet) until it returns one.
+  async until(what, script, args = [], timeoutMs = 120_000) {
+    const start = Date.now();
+    let last;
+    for (;;) {
+      try {
+        last = await this.exec(script, args);
+        if (last !== null && last !== false && last !== undefined) return last;
+      } catch (e) {
+        last = String(e);
+      }
+      if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+      await sleep(150);
+    }
+  }
+
+  async screenshot(file) {
+    await this.exec(TICK_ON);
+    const png = await this.wd("GET", "/screenshot").finally(() => this.exec(TICK_OFF));
+    writeFileSync(file, Buffer.from(png, "base64"));
+  }
+
+  /// Ends the session: the driver closes the app.
+  close() {
+    return call(this.base, "DELETE", `/session/${this.id}`);
+  }
+}
