@@ -5,11 +5,5 @@
 # Reports frame intervals, tokens dropped or reordered, and time for a token to reach the
 # screen. Needs `scripts/setup.sh --test` first. BENCH_REPEAT=N for more rounds.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-if [[ -x ui/.node/bin/node ]]; then export PATH="$PWD/ui/.node/bin:$PATH"; fi
-export PATH="$HOME/.cargo/bin:$PATH"
-(cd ui && npm run --silent build)
-cargo build --quiet -p burrow-app
-export WEBKIT_DISABLE_DMABUF_RENDERER=1 LIBGL_ALWAYS_SOFTWARE=1
-BURROW_APP="$PWD/target/debug/burrow-app" \
-  xvfb-run --auto-servernum --server-args="-screen 0 1280x900x24" node ui/e2e/bench.mjs
+source "$(dirname "$0")/webview-env.sh"
+run_in_webview ui/e2e/bench.mjs

@@ -277,7 +277,7 @@ fn discover(home: &BurrowHome) -> Result<library::Discovery> {
 fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
     let found = discover(home)?;
     for p in &found.problems {
-        eprintln!("warning: skipped {}: {}", p.path.display(), p.error);
+        eprintln!("warning: skipped {}", p.error);
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&found.models)?);
@@ -530,7 +530,7 @@ pub(crate) fn load_model(
 ) -> Result<(Arc<LoadedModel>, LlamaEngine)> {
     let info = find_model(home, args.model.as_deref())?;
     let engine = LlamaEngine::new()?;
-    let mut handle = engine.load(&info.path, &args.load_options())?;
+    let mut handle = engine.load_info(info.clone(), &args.load_options())?;
     let tty = std::io::stderr().is_terminal();
     let model = loop {
         match handle.blocking_next() {

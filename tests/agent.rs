@@ -1146,3 +1146,20 @@ fn summaries_are_asked_for_after_the_cached_prompt() {
     assert!(!r[2].has_grammar);
     assert!(r[3].prompt.contains("Progress so far"), "{}", r[3].prompt);
 }
+
+/// Issue 5 (a run that errors): a window too small for even the first prompt ends the run as
+/// an error that says what it needs and what to change, and the model is not asked again.
+#[test]
+fn a_context_too_small_for_the_first_prompt_says_to_load_a_larger_one() {
+    let p = Protocol::JsonTyped;
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let model = FakeModel::new([FakeTurn::text(&answer(p, "never"))]).with_context_length(64);
+    let agent = Agent::new(&model, &tools, config(p)).unwrap();
+    let (outcome, _) = run(&agent, "Where is the wallet loaded?");
+    assert_eq!(outcome.status, RunStatus::Error);
+    let error = outcome.error.expect("an error message");
+    assert!(error.contains("holds 64"), "{error}");
+    assert!(error.contains("larger context size"), "{error}");
+    assert_eq!(model.remaining_turns(), 1, "no step was generated");
+}

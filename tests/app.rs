@@ -9,7 +9,12 @@ use burrow::agent::AgentEvent;
 use burrow::app::{App, AppError, AppEvent, ModelStatus, RunTask, Settings};
 use burrow::config::BurrowHome;
 use burrow::llm::fake::{FakeModel, FakeTurn};
+use burrow::llm::gguf::GgufWriter;
+use burrow::llm::library::ModelSource;
 use serde_json::json;
+
+#[path = "common/project.rs"]
+mod project;
 
 fn tool(name: &str, args: serde_json::Value) -> FakeTurn {
     FakeTurn::text(
@@ -44,14 +49,7 @@ struct Fixture {
 
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("project");
-    std::fs::create_dir_all(project.join("src")).unwrap();
-    std::fs::write(
-        project.join("src/lib.rs"),
-        "/// Parses the wallet file.\npub fn parse_wallet() {}\n",
-    )
-    .unwrap();
-    std::fs::write(project.join("README.md"), "# Project\nA wallet parser.\n").unwrap();
+    let project = project::project(dir.path());
     let app = App::open(BurrowHome::new(dir.path().join("home"))).unwrap();
     Fixture {
         _dir: dir,
@@ -255,11 +253,43 @@ fn a_model_that_fails_to_load_is_reported() {
         .app
         .load_model(Some(bad.to_str().unwrap()), &mut |e| events.push(e))
         .unwrap_err();
-    let Some(AppEvent::LoadFailed { message, .. }) = events.last() else {
+    let Some(AppEvent::LoadFailed { model, message }) = events.last() else {
         panic!("{events:?}");
     };
     assert_eq!(message, &err.to_string());
+    // An unreadable file has no name of its own: the event says what was asked for.
+    assert_eq!(model, bad.to_str().unwrap());
     assert!(message.contains("broken.gguf"), "{message}");
+    assert_eq!(f.app.model_status(), None);
+}
+
+/// Bad input: a readable model llama.cpp cannot run is named as the Models screen lists it, and
+/// the message says which file and why.
+#[test]
+fn a_model_of_an_unknown_architecture_is_reported_by_its_name() {
+    let f = fixture();
+    let future = f.project.join("future.gguf");
+    GgufWriter::new()
+        .meta_str("general.architecture", "zzyzx")
+        .meta_str("general.name", "Future Model")
+        .tensor("token_embd.weight", &[64, 64], 1)
+        .write_to(&future, true)
+        .unwrap();
+    let mut events = Vec::new();
+    let err = f
+        .app
+        .load_model(Some(future.to_str().unwrap()), &mut |e| events.push(e))
+        .unwrap_err();
+    let Some(AppEvent::LoadFailed { model, message }) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(message, &err.to_string());
+    let listed = burrow::llm::library::ModelInfo::from_path(&future, ModelSource::Path).unwrap();
+    assert_eq!(model, &listed.name);
+    assert!(
+        message.contains("future.gguf") && message.contains("zzyzx"),
+        "{message}"
+    );
     assert_eq!(f.app.model_status(), None);
 }
 

@@ -570,3 +570,47 @@ fn tool_output_is_defanged_when_the_template_rewrites_it() {
     let im_start = model.special_token_id("<|im_start|>").unwrap();
     assert_eq!(tokens.iter().filter(|&&t| t == im_start).count(), 3);
 }
+
+/// A model found in a Hugging Face cache keeps the name the Models list shows once it is loaded:
+/// in its status and in the runs it records, which History shows (issue 5: the two screens named
+/// one model two ways).
+#[test]
+fn a_discovered_model_keeps_its_listed_name_when_loaded() {
+    use burrow::llm::library::{discover, ModelSource, SearchRoot};
+    use burrow::llm::{LlamaEngine, LoadOptions};
+    let _g = common::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let hub = dir.path().join("hub");
+    let snapshot = hub.join("models--HuggingFaceTB--SmolLM2-135M-Instruct-GGUF/snapshots/0a1b2c");
+    std::fs::create_dir_all(&snapshot).unwrap();
+    let file = snapshot.join("smollm2-135m-instruct-q4_1.gguf");
+    if std::fs::hard_link(common::smollm2(), &file).is_err() {
+        std::fs::copy(common::smollm2(), &file).unwrap();
+    }
+    let found = discover(&[SearchRoot {
+        path: hub,
+        source: ModelSource::HuggingFace,
+    }]);
+    assert_eq!(found.models.len(), 1, "{found:?}");
+    let listed = found.models[0].clone();
+    assert!(
+        listed
+            .name
+            .starts_with("HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"),
+        "{}",
+        listed.name
+    );
+    let engine = LlamaEngine::new().unwrap();
+    let options = LoadOptions {
+        context_size: Some(512),
+        ..Default::default()
+    };
+    let model = engine
+        .load_info(listed.clone(), &options)
+        .unwrap()
+        .wait(|_| {})
+        .unwrap();
+    assert_eq!(model.info().name, listed.name);
+    assert_eq!(model.descriptor().name, listed.name);
+    assert_eq!(model.info().path, file);
+}

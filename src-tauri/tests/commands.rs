@@ -16,6 +16,9 @@ use tauri::test::{get_ipc_response, mock_builder, mock_context, noop_assets, Moc
 use tauri::webview::InvokeRequest;
 use tauri::{Manager, WebviewWindow, WebviewWindowBuilder};
 
+#[path = "../../tests/common/project.rs"]
+mod project;
+
 /// Events a channel delivered, by channel id, in order.
 type Delivered = Arc<Mutex<Vec<(u32, Value)>>>;
 /// Called with each delivered event before it is recorded (a test can block the run there).
@@ -29,24 +32,12 @@ struct Fixture {
     delivered: Delivered,
 }
 
-fn project(dir: &Path) -> PathBuf {
-    let project = dir.join("project");
-    std::fs::create_dir_all(project.join("src")).unwrap();
-    std::fs::write(
-        project.join("src/lib.rs"),
-        "/// Parses the wallet file.\npub fn parse_wallet() {}\n",
-    )
-    .unwrap();
-    std::fs::write(project.join("README.md"), "# Project\nA wallet parser.\n").unwrap();
-    project
-}
-
 fn fixture_with(
     startup: impl FnOnce(&Path) -> Startup,
     on_delivery: Option<OnDelivery>,
 ) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let project = project(dir.path());
+    let project = project::project(dir.path());
     let core = App::open(BurrowHome::new(dir.path().join("home"))).unwrap();
     let delivered: Delivered = Arc::default();
     let sink = delivered.clone();

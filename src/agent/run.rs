@@ -178,6 +178,14 @@ pub enum AgentError {
     Grammar(#[from] GrammarError),
     #[error(transparent)]
     Store(#[from] WorkspaceError),
+    /// The prompt does not fit even with what could be summarized folded: the instructions, the
+    /// tools' descriptions and the task alone outgrow the window. Only a larger context helps.
+    #[error(
+        "the agent's prompt needs {needed} tokens but the model's context holds {available}, \
+         with older steps summarized where there were any: load the model with a larger context \
+         size"
+    )]
+    ContextTooSmall { needed: usize, available: usize },
 }
 
 /// How a run ended.
@@ -768,7 +776,12 @@ impl<'a> Agent<'a> {
                 on_event(AgentEvent::StepStarted { index });
                 continue;
             }
-            break result?;
+            break result.map_err(|e| match e {
+                AgentError::Model(LlmError::ContextFull { needed, available }) => {
+                    AgentError::ContextTooSmall { needed, available }
+                }
+                e => e,
+            })?;
         };
         let model_ms = started.elapsed().as_secs_f64() * 1000.0;
         let mut record = StepRecord {

@@ -102,6 +102,8 @@ pub enum AppEvent {
     Loaded {
         model: ModelStatus,
     },
+    /// `model` is the model's display name (or what was asked for, when nothing matched);
+    /// `message` is the whole error, and names the file where one is involved.
     LoadFailed {
         model: String,
         message: String,
@@ -239,8 +241,8 @@ impl App {
         query: Option<&str>,
         on_event: &mut dyn FnMut(AppEvent),
     ) -> Result<ModelStatus, AppError> {
-        let label = query.unwrap_or("the default model").to_string();
-        let result = self.load_model_inner(query, on_event);
+        let mut label = query.unwrap_or("the default model").to_string();
+        let result = self.load_model_inner(query, &mut label, on_event);
         if let Err(e) = &result {
             on_event(AppEvent::LoadFailed {
                 model: label,
@@ -250,18 +252,21 @@ impl App {
         result
     }
 
+    /// Sets `label` to the model's name once it is known, for the failure event.
     fn load_model_inner(
         &self,
         query: Option<&str>,
+        label: &mut String,
         on_event: &mut dyn FnMut(AppEvent),
     ) -> Result<ModelStatus, AppError> {
         if lock(&self.run).is_some() {
             return Err(AppError::RunInProgress);
         }
         let info: ModelInfo = models::find(&self.home, query)?;
+        label.clone_from(&info.name);
         let options = lock(&self.settings).model(&info.path).load_options();
         let engine = self.engine()?;
-        let mut handle = engine.load(&info.path, &options)?;
+        let mut handle = engine.load_info(info.clone(), &options)?;
         let outcome = loop {
             match handle.blocking_next() {
                 Some(LoadEvent::Progress(progress)) => on_event(AppEvent::LoadProgress {

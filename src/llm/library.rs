@@ -316,6 +316,7 @@ pub struct Discovery {
 pub struct DiscoveryProblem {
     pub path: PathBuf,
     pub source: ModelSource,
+    /// The whole message, naming the file, so it can be shown as it is.
     pub error: String,
 }
 
@@ -539,8 +540,8 @@ fn ollama_models(
                 path: manifest.clone(),
                 source: ModelSource::Ollama,
                 error: match parsed {
-                    Err(e) => format!("unreadable manifest: {e}"),
-                    Ok(_) => "manifest has no model layer".into(),
+                    Err(e) => format!("{}: unreadable manifest: {e}", manifest.display()),
+                    Ok(_) => format!("{}: manifest has no model layer", manifest.display()),
                 },
             }),
         }

@@ -1,7 +1,8 @@
 // End to end in the real WebKitGTK webview: tauri-driver (in front of WebKitWebDriver) starts
 // the built app under Xvfb, and this script drives it over plain WebDriver (webdriver.mjs): add a
 // workspace and see it indexed, load and switch models and see one fail to load, run a task and
-// see its steps and plan, stop a run, reopen it from history, change a setting; then close the
+// see its steps and plan, stop a run, reopen it from history, change a setting, import issues (a
+// malformed file, then a good one), open a file and an issue from a trace's links; then close the
 // app in the middle of a run and start it again the way the README's run command does (the
 // folder it starts in as default workspace, the default model, here in the dark theme) and
 // continue the interrupted run. A screenshot of each screen is saved under
@@ -69,6 +70,27 @@ gitRepo(
   },
   "Add the wallet loader",
 );
+// Its GitHub remote: the issues imported for ada/wallet-tool belong to it.
+execFileSync("git", ["remote", "add", "origin", "https://github.com/ada/wallet-tool.git"], { cwd: project });
+// Its issues, as `gh api repos/ada/wallet-tool/issues` prints them, and the same file cut short.
+const issues = join(tmp, "issues.json");
+writeFileSync(
+  issues,
+  JSON.stringify([
+    {
+      number: 7,
+      title: "Loading a wallet from a read-only folder fails",
+      state: "open",
+      body: "load_wallet opens the file for writing, so a wallet on a read-only disk cannot be opened.",
+      user: { login: "bob" },
+      labels: [{ name: "bug" }],
+      created_at: "2026-03-02T10:00:00Z",
+      updated_at: "2026-03-03T09:30:00Z",
+    },
+  ]),
+);
+const badIssues = join(tmp, "cut-short.json");
+writeFileSync(badIssues, readFileSync(issues, "utf8").slice(0, 60));
 // The folder the app is started in the second time: its default workspace.
 const startFolder = join(tmp, "ledger-tool");
 gitRepo(
@@ -241,6 +263,101 @@ try {
     await sess.wd("POST", "/window/rect", { width: 1100, height: 760 });
   });
 
+  await step("a run that errors: its message is shown, the app stays usable, the run is kept", async () => {
+    // A context too small for the agent's prompt, set on the model in use and applied by loading
+    // it again: the engine refuses the prompt with a typed error before llama.cpp could abort.
+    await tab("models");
+    const row = `tr[data-path="${MODEL_B}"]`;
+    await click(`${row} details.model-settings summary`);
+    await type(`${row} input[name=context_size]`, "256");
+    await click(`${row} details.model-settings button[type=submit]`);
+    await until("the saved notice", "return [...document.querySelectorAll('.notice')].some(n => n.textContent.includes('Settings saved'));");
+    for (const path of [MODEL, MODEL_B]) {
+      await click(`tr[data-path="${path}"] button.load`);
+      await until("the model to load", `const r = document.querySelector('tr[data-path="${path}"] button.load'); return r && r.textContent === 'In use';`);
+    }
+    const current = await text(".current-model");
+    if (!current.includes("256 tokens")) throw new Error(`the context setting was not applied: ${current}`);
+    await tab("run");
+    await type("#task", "Where is the wallet loaded?");
+    await keys("#task", "\uE007");
+    await until("the run to start", "return document.querySelector('.run-meta .badge')?.textContent === 'Running' || document.querySelector('.run-meta .badge')?.textContent === 'Error' || null;");
+    const end = await until("the run to end", "const b = document.querySelector('.run-meta .badge'); return b && b.textContent !== 'Running' ? b.textContent : null;", [], 120_000);
+    const message = await exec("return [...document.querySelectorAll('#run-main .error-box')].map(e => e.textContent).join(' | ');");
+    log(`the run ended as ${end}: ${message}`);
+    if (end !== "Error" && end !== "Failed") throw new Error(`the run ended as ${end}`);
+    if (!/256/.test(message) || !/token/.test(message)) throw new Error(`the message does not say what went wrong: ${message}`);
+    const runId = Number((await text(".run-meta")).match(/run (\d+)/)?.[1] ?? 0);
+    await screenshot("11-run-error");
+    // Still usable: the task box takes a task, a model loads, and History kept the run.
+    if (await exec("return document.querySelector('#task').disabled;")) throw new Error("the task box stayed disabled");
+    await tab("models");
+    await click(`tr[data-path="${MODEL}"] button.load`);
+    await until("the model to load", `const r = document.querySelector('tr[data-path="${MODEL}"] button.load'); return r && r.textContent === 'In use';`);
+    await tab("history");
+    const kept = await until("the failed run in history", `const r = document.querySelector('tr[data-run="${runId}"]'); return r ? r.querySelector('.badge').textContent : null;`);
+    if (kept !== end) throw new Error(`history shows run ${runId} as ${kept}, the run view as ${end}`);
+  });
+
+  await step("import issues: a malformed file is refused, then the good one is indexed", async () => {
+    const job = (file, state) =>
+      `const j = [...document.querySelectorAll('.index-job.index-${state}')].find(j => j.dataset.source.endsWith(${JSON.stringify(file)})); return j ? j.textContent : null;`;
+    await tab("workspace");
+    await type("#import-path", badIssues);
+    await type("#import-slug", "ada/wallet-tool");
+    await click("#import");
+    const err = await until("the malformed import's message", job("cut-short.json", "failed"));
+    if (!/cut-short\.json/.test(err) || !/line|column|byte|EOF|end/i.test(err)) throw new Error(`the message does not say where the file is broken: ${err}`);
+    const repo = await text('#repos tr[data-repo="wallet-tool"]');
+    if (!repo || !repo.includes("ready")) throw new Error(`the indexed repository changed after a failed import: ${repo}`);
+    await type("#import-path", issues);
+    await click("#import");
+    const done = await until("the import", job("issues.json", "done"));
+    if (!/1 issue\b/.test(done) || /files? indexed/.test(done)) throw new Error(`unexpected import report: ${done}`);
+    // Imported into the repository whose remote it names, not beside it.
+    const row = await until("the issue count", `const r = document.querySelector('#repos tr[data-repo="wallet-tool"]'); return r && r.children[4].textContent === '1' ? r.textContent : null;`);
+    log(`after the import: ${row}`);
+    await screenshot("12-workspace-import");
+  });
+
+  await step("open what a trace links to: a file and an issue", async () => {
+    // A trace whose links are known (SmolLM2 decides which tools it calls): a step as the agent
+    // would stream it, fed through the page's own event dispatch (the ?bench test hook).
+    const href = await exec("return location.href;");
+    await sess.wd("POST", "/url", { url: `${href.split("?")[0]}?bench` });
+    await until("the page with its test hook", "return document.body.dataset.ready === '1' && !!window.burrowBench;");
+    await tab("run");
+    const agent = (event) => ({ kind: "agent", event });
+    const observation = "src/wallet.rs:2: pub fn load_wallet(path: &str) -> Wallet {\nReported in #7.";
+    const events = [
+      agent({ type: "run_started", run_id: null, task: "Where is the wallet loaded?", protocol: "json-typed", model: "e2e" }),
+      agent({ type: "step_started", index: 0 }),
+      agent({ type: "thought", index: 0, text: "Search the code for the loader." }),
+      agent({ type: "action", index: 0, tool: "search_code", args: { query: "load_wallet", repo: "wallet-tool" } }),
+      agent({ type: "observation", index: 0, text: observation, error: false }),
+    ];
+    await exec("window.burrowBench.feed(arguments[0]); return true;", [events]);
+    await until("the links", "return document.querySelectorAll('.step a.item-link').length >= 2 || null;");
+    await click(".step a.link-file");
+    const file = await until("the file", "const d = document.querySelector('#item-viewer[open] pre.item-text'); return d ? d.textContent : null;");
+    if (!file.includes("pub fn load_wallet")) throw new Error(`the viewer does not show the file: ${file}`);
+    const title = await text("#item-viewer h2");
+    if (title !== "src/wallet.rs:2") throw new Error(`the viewer is titled ${title}`);
+    await screenshot("13-item-file");
+    // Esc closes the dialog, as a dialog should.
+    await keys("#item-viewer header button", "\uE00C");
+    await until("the viewer to close", "return !document.querySelector('#item-viewer[open]');");
+    await click(".step a.link-issue");
+    const issue = await until("the issue", "const d = document.querySelector('#item-viewer[open] pre.item-text'); return d ? d.textContent : null;");
+    if (!issue.includes("read-only folder") || !issue.includes("bob")) throw new Error(`the viewer does not show issue #7: ${issue}`);
+    await screenshot("14-item-issue");
+    await click("#item-viewer header button");
+    await until("the viewer to close", "return !document.querySelector('#item-viewer[open]');");
+    // The fed run ends, so the task box takes the next task.
+    await exec("window.burrowBench.feed(arguments[0]); return true;", [[{ kind: "run_ended", run_id: null, status: "succeeded", final_answer: "In src/wallet.rs.", error: null }]]);
+    await until("the task box", "return !document.querySelector('#task').disabled;");
+  });
+
   let killedRun = 0;
   let keptSteps = 0;
   await step("close the app in the middle of a run", async () => {
@@ -280,14 +397,14 @@ try {
     // What the first session indexed is still there.
     const kept = await text('#repos tr[data-repo="wallet-tool"]');
     if (!kept || !kept.includes("ready")) throw new Error(`the first workspace was lost: ${kept}`);
-    await screenshot("11-dark-workspace");
+    await screenshot("15-dark-workspace");
   });
 
   await step("continue the interrupted run", async () => {
     await tab("history");
     const status = await until("the interrupted run", `const r = document.querySelector('tr[data-run="${killedRun}"]'); return r ? r.querySelector('.badge').textContent : null;`);
     if (status !== "Interrupted") throw new Error(`run ${killedRun} is ${status}, not interrupted`);
-    await screenshot("12-dark-history");
+    await screenshot("16-dark-history");
     await click(`tr[data-run="${killedRun}"] button.resume-run`);
     await until("the run to go on", "return document.querySelector('.run-meta .badge')?.textContent === 'Running';");
     const meta = await text(".run-meta");
@@ -299,7 +416,7 @@ try {
     const steps = await exec("return document.querySelectorAll('.step').length;");
     if (steps <= keptSteps) throw new Error(`no new step after continuing (${steps} steps)`);
     log(`run ${killedRun} continued from ${keptSteps} kept steps to ${steps}: ${end}`);
-    await screenshot("13-dark-run-continued");
+    await screenshot("17-dark-run-continued");
   });
 
   writeFileSync(join(OUT, "results.json"), JSON.stringify({ coldStartMs, restartMs, results }, null, 2));

@@ -1,6 +1,7 @@
-// The UI benchmark's page side (driven by scripts/bench-ui.sh through ui/e2e/bench.mjs). Loaded
-// only when the page is opened with `?bench`: it feeds a synthetic run through the same
-// `dispatch` the shell's channels use, and measures what a user would feel:
+// The UI benchmark's page side (driven by scripts/bench-ui.sh through ui/e2e/bench.mjs), and the
+// end-to-end test's way to show a trace with known contents (`feed`). Loaded only when the page
+// is opened with `?bench`: it feeds a synthetic run through the same `dispatch` the shell's
+// channels use, and measures what a user would feel:
 // - stream: a token stream at a given rate into step 501 of a 500-step trace. Frame intervals
 //   (from requestAnimationFrame), how long each token waited to reach the screen, and whether
 //   every token arrived, in order (each token is numbered, and the page's text is read back).
@@ -317,6 +318,11 @@ export function install(hooks: BenchHooks): void {
   const api = {
     result: null as unknown,
     error: null as string | null,
+    /// Applies `events` as if the shell had sent them (the e2e test shows a trace whose links it
+    /// knows, to open them in the real webview).
+    feed(events: AppEvent[]) {
+      for (const ev of events) hooks.dispatch(ev);
+    },
     /// Starts a list of cases; `result` holds their results when all are done.
     start(cases: (({ kind: "stream" } & StreamOptions) | ({ kind: "scroll" } & ScrollOptions) | ({ kind: "idle" } & IdleOptions))[]) {
       api.result = null;

@@ -1,6 +1,8 @@
 // A small element builder. Text always goes in as text nodes: workspace data (file text, issue
 // bodies, model output) is untrusted and is never parsed as HTML.
 
+import type { IndexReport } from "./types";
+
 type Child = Node | string | number | null | undefined | false;
 type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
 
@@ -65,4 +67,26 @@ export function progressBar(done: number, total: number, label: string): HTMLEle
   bar.value = total > 0 ? Math.min(done, total) : 0;
   if (total <= 0) bar.removeAttribute("value"); // indeterminate until the total is known
   return bar;
+}
+
+/// "1 issue", "2 issues".
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/// What an indexing or import job did, in one line: what it touched, not a row of zeros (an
+/// issues import says nothing of files, a folder nothing of issues).
+export function reportSummary(r: IndexReport): string {
+  const parts: string[] = [];
+  const imported = r.issues + r.pull_requests + r.comments > 0;
+  if (r.files_indexed + r.files_unchanged + r.files_removed > 0 || !imported) {
+    parts.push(`${plural(r.files_indexed, "file")} indexed`);
+    if (r.files_unchanged) parts.push(`${r.files_unchanged} unchanged`);
+    if (r.files_removed) parts.push(`${r.files_removed} removed`);
+  }
+  if (r.commits_added) parts.push(plural(r.commits_added, "commit"));
+  if (r.issues) parts.push(plural(r.issues, "issue"));
+  if (r.pull_requests) parts.push(plural(r.pull_requests, "pull request"));
+  if (r.comments) parts.push(plural(r.comments, "comment"));
+  return `${parts.join(", ")} in ${formatMs(r.elapsed_ms)}`;
 }

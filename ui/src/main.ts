@@ -5,7 +5,7 @@
 import "./style.css";
 import { open as openDialog } from "@tauri-apps/plugin-dialog";
 import { api, errorMessage } from "./api";
-import { formatBytes, formatMs, formatTime, h, progressBar, replaceChildren } from "./dom";
+import { formatBytes, formatMs, formatTime, h, progressBar, replaceChildren, reportSummary } from "./dom";
 import { describe } from "./links";
 import {
   canResume,
@@ -344,9 +344,8 @@ function renderModels(): void {
     parts.push(h("div", { class: "card", id: "model-loading" }, `Loading ${m.loading.model}: ${(m.loading.progress * 100).toFixed(0)}%`, progressBar(m.loading.progress, 1, "Model loading")));
   }
   if (m.error) {
-    // The core's message names the file already; the label is said only when it does not.
-    const named = m.error.message.includes(m.error.model);
-    parts.push(h("div", { class: "error-box", role: "alert", id: "model-error" }, h("strong", null, named ? "The model could not be loaded: " : `${m.error.model} could not be loaded: `), m.error.message));
+    // The core's message names the file where one is involved; the label is the listed name.
+    parts.push(h("div", { class: "error-box", role: "alert", id: "model-error" }, h("strong", null, `${m.error.model} could not be loaded: `), m.error.message));
   }
   if (current) {
     parts.push(
@@ -401,7 +400,7 @@ function renderModels(): void {
     ),
   );
   if (models.length === 0) parts.push(h("p", { class: "muted" }, "No models found. Put .gguf files in Burrow's models folder, or fetch the default one with python3 models/fetch.py."));
-  for (const p of discovery?.problems ?? []) parts.push(h("p", { class: "warning" }, p.error.includes(p.path) ? p.error : `${p.path}: ${p.error}`));
+  for (const p of discovery?.problems ?? []) parts.push(h("p", { class: "warning" }, `Skipped ${p.error}`));
   replaceChildren(views.models, parts);
 }
 
@@ -409,9 +408,17 @@ function fact(k: string, v: string): HTMLElement[] {
   return [h("dt", null, k), h("dd", null, v)];
 }
 
+// Each model's settings form, kept across redraws of the Models screen (load progress redraws it
+// many times a second): a form someone has opened and is typing in stays open with what they typed.
+const settingsForms = new Map<string, { saved: string; el: HTMLElement }>();
+
 function modelSettingsButton(mi: ModelInfo): HTMLElement {
-  const details = h("details", { class: "model-settings" }, h("summary", null, "Settings"));
   const ms = settings?.models[mi.path] ?? { context_size: null, threads: null, gpu_layers: null };
+  const saved = JSON.stringify(ms);
+  const kept = settingsForms.get(mi.path);
+  if (kept && kept.saved === saved) return kept.el;
+  const details = h("details", { class: "model-settings" }, h("summary", null, "Settings"));
+  settingsForms.set(mi.path, { saved, el: details });
   const num = (name: string, label: string, value: number | null, hint: string) =>
     h("label", null, label, h("input", { type: "number", min: 0, name, value: value ?? "", placeholder: hint }));
   const form = h(
@@ -497,7 +504,7 @@ function renderIndexing(): void {
           h("div", { class: "row" }, h("strong", null, v.repo || v.source), h("span", { class: "muted" }, v.state === "indexing" ? ` ${v.phase} ${v.done}/${v.total || "?"}` : v.state === "done" ? " indexed" : " failed")),
           v.state === "indexing" ? progressBar(v.done, v.total, `Indexing ${v.source}`) : null,
           v.report
-            ? h("div", { class: "muted" }, `${v.report.files_indexed} files indexed, ${v.report.files_unchanged} unchanged, ${v.report.commits_added} commits, ${v.report.issues} issues, ${v.report.pull_requests} pull requests in ${formatMs(v.report.elapsed_ms)}`)
+            ? h("div", { class: "muted" }, reportSummary(v.report))
             : null,
           v.error ? h("p", { class: "error-box", role: "alert" }, v.error) : null,
           v.notes.length ? h("ul", { class: "muted" }, v.notes.slice(-5).map((n) => h("li", null, n))) : null,

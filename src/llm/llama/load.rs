@@ -149,6 +149,26 @@ impl LlamaEngine {
         available: Option<u64>,
     ) -> Result<LoadHandle, LlmError> {
         let info = ModelInfo::from_path(path, ModelSource::Path)?;
+        self.load_info_with_memory(info, options, available)
+    }
+
+    /// `load` for a model as discovery just listed it, so it keeps the name the list shows (a
+    /// Hugging Face repository, an Ollama tag) in its status and in the runs it records.
+    pub fn load_info(
+        &self,
+        info: ModelInfo,
+        options: &LoadOptions,
+    ) -> Result<LoadHandle, LlmError> {
+        self.load_info_with_memory(info, options, memory::available_memory_bytes())
+    }
+
+    fn load_info_with_memory(
+        &self,
+        info: ModelInfo,
+        options: &LoadOptions,
+        available: Option<u64>,
+    ) -> Result<LoadHandle, LlmError> {
+        let path = info.path.clone();
         if !info.supported {
             return Err(LlmError::UnsupportedArchitecture {
                 path: path.to_path_buf(),
