@@ -1,7 +1,7 @@
 //! The model library: the catalogue in `models/`, and discovery of the GGUF models on this
 //! machine, including those downloaded with other apps (Hugging Face cache, LM Studio, Ollama).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -432,7 +432,23 @@ pub fn discover(roots: &[SearchRoot]) -> Discovery {
             }
         }
     }
+    tell_apart(&mut out.models);
     out
+}
+
+/// Files listed under one name (a copy, or a fine-tune that kept its base's `general.name`) get
+/// their file name added, so the list, a load failure and History never mean two models by one
+/// name.
+fn tell_apart(models: &mut [ModelInfo]) {
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for m in models.iter() {
+        *count.entry(m.name.to_lowercase()).or_default() += 1;
+    }
+    for m in models.iter_mut() {
+        if count.get(&m.name.to_lowercase()).is_some_and(|&n| n > 1) {
+            m.name = format!("{} ({})", m.name, file_label(&m.path));
+        }
+    }
 }
 
 fn file_label(path: &Path) -> String {
@@ -554,7 +570,17 @@ fn ollama_models(
 pub fn resolve<'a>(query: &str, found: &'a [ModelInfo]) -> Result<ResolvedModel<'a>, LlmError> {
     let as_path = Path::new(query);
     if as_path.exists() {
-        return Ok(ResolvedModel::Path(as_path.to_path_buf()));
+        // A listed model asked for by its path (as the app's Models screen does) is the listed
+        // entry, so it keeps the name the list shows (a Hugging Face repository, an Ollama tag).
+        let canonical = std::fs::canonicalize(as_path).ok();
+        let listed = found.iter().find(|m| {
+            m.path == as_path
+                || canonical.is_some() && std::fs::canonicalize(&m.path).ok() == canonical
+        });
+        return Ok(match listed {
+            Some(m) => ResolvedModel::Found(m),
+            None => ResolvedModel::Path(as_path.to_path_buf()),
+        });
     }
     let q = query.to_lowercase();
     let exact: Vec<&ModelInfo> = found
@@ -755,6 +781,36 @@ mod tests {
         assert!(e.contains("part 2 of 3 is missing"), "{e}");
     }
 
+    /// Issue 5: two files with one `general.name` were listed (and failed to load, and were
+    /// recorded in History) under the same name.
+    #[test]
+    fn files_that_share_a_name_are_told_apart_by_their_file_names() {
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["base.gguf", "base-copy.gguf"] {
+            tiny("llama", "Base")
+                .write_to(&dir.path().join(file), false)
+                .unwrap();
+        }
+        tiny("llama", "Other")
+            .write_to(&dir.path().join("other.gguf"), false)
+            .unwrap();
+        let found = discover(&[SearchRoot {
+            path: dir.path().to_path_buf(),
+            source: ModelSource::Config,
+        }]);
+        let mut names: Vec<&str> = found.models.iter().map(|m| m.name.as_str()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            ["Base (base-copy.gguf)", "Base (base.gguf)", "Other"]
+        );
+        let copy = dir.path().join("base-copy.gguf");
+        assert!(matches!(
+            resolve("base (base-copy.gguf)", &found.models),
+            Ok(ResolvedModel::Found(m)) if m.path == copy
+        ));
+    }
+
     #[test]
     fn resolve_by_name_id_file_or_path() {
         let dir = tempfile::tempdir().unwrap();
@@ -773,8 +829,22 @@ mod tests {
             resolve("tiny", &found),
             Ok(ResolvedModel::Found(_))
         ));
+        // A listed model's path is the listed entry, through a symlink too; any other model
+        // file is taken as it is.
         assert!(matches!(
             resolve(p.to_str().unwrap(), &found),
+            Ok(ResolvedModel::Found(m)) if m.name == "Tiny Model"
+        ));
+        let link = dir.path().join("link.gguf");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(matches!(
+            resolve(link.to_str().unwrap(), &found),
+            Ok(ResolvedModel::Found(m)) if m.path == p
+        ));
+        let other = dir.path().join("Other.gguf");
+        tiny("llama", "Other").write_to(&other, false).unwrap();
+        assert!(matches!(
+            resolve(other.to_str().unwrap(), &found),
             Ok(ResolvedModel::Path(_))
         ));
         let e = resolve("llama-70b", &found).unwrap_err().to_string();

@@ -178,6 +178,9 @@ try {
       `const c = document.querySelector('.current-model'); return c && c.textContent.includes(${JSON.stringify(MODEL_B)}) ? c.textContent : null;`,
     );
     if (!/Memory/.test(current)) throw new Error(`no memory figure: ${current}`);
+    // Three files, two of them with one GGUF name: each is listed under a name of its own.
+    const names = await exec("return [...document.querySelectorAll('tr[data-path]')].map(r => r.dataset.model);");
+    if (new Set(names).size !== names.length) throw new Error(`models listed under one name: ${names.join(", ")}`);
     const problem = await text(".warning");
     if (!problem || !problem.includes("broken.gguf")) throw new Error(`the unreadable file is not reported: ${problem}`);
     // A model that fails to load: its message names it, and the model in use stays in use.

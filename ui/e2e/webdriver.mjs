@@ -82,20 +82,34 @@ export class Session {
     return id;
   }
 
-  async click(css) {
-    return this.wd("POST", `/element/${await this.find(css)}/click`, {});
+  /// Finds `css` and acts on it, finding it again when the page redrew it in between (screens
+  /// are rebuilt on events, so an element found a moment ago can be gone).
+  async withElement(css, act) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await act(await this.find(css));
+      } catch (e) {
+        if (attempt >= 5 || !String(e).includes("stale element")) throw e;
+        await sleep(100);
+      }
+    }
+  }
+
+  click(css) {
+    return this.withElement(css, (el) => this.wd("POST", `/element/${el}/click`, {}));
   }
 
   /// Replaces an input's text.
-  async type(css, text) {
-    const el = await this.find(css);
-    await this.wd("POST", `/element/${el}/clear`, {});
-    await this.wd("POST", `/element/${el}/value`, { text });
+  type(css, text) {
+    return this.withElement(css, async (el) => {
+      await this.wd("POST", `/element/${el}/clear`, {});
+      await this.wd("POST", `/element/${el}/value`, { text });
+    });
   }
 
   /// Sends keys to an element (\uE007 is Enter, \uE00C Escape).
-  async keys(css, text) {
-    return this.wd("POST", `/element/${await this.find(css)}/value`, { text });
+  keys(css, text) {
+    return this.withElement(css, (el) => this.wd("POST", `/element/${el}/value`, { text }));
   }
 
   exec(script, args = []) {

@@ -383,7 +383,7 @@ function renderModels(): void {
           return h(
               "tr",
               { "data-model": mi.name, "data-path": mi.path },
-              h("td", null, mi.name, mi.supported ? null : h("span", { class: "badge status-error" }, " unsupported")),
+              h("td", null, mi.name, mi.supported ? null : [" ", h("span", { class: "badge status-error" }, "unsupported")]),
               h("td", null, mi.quantization),
               h("td", null, formatBytes(mi.file_size)),
               h("td", null, mi.context_length ? String(mi.context_length) : "?"),
