@@ -118,6 +118,12 @@ async function screenshot(name) {
   log(`screenshot ${name}.png`);
 }
 const tab = (name) => click(`#tab-${name}`);
+/// Loads a listed model from the Models screen and waits until it is the one in use.
+async function loadFromList(path) {
+  const button = `tr[data-path="${path}"] button.load`;
+  await click(button);
+  await until("the model to load", `const r = document.querySelector('${button}'); return r && r.textContent === 'In use';`);
+}
 
 // ---- the run ----
 
@@ -170,8 +176,7 @@ try {
   await step("load a model, switch to another, see a load failure", async () => {
     await tab("models");
     await until("the models list", `return document.querySelectorAll('tr[data-path]').length >= 2;`);
-    await click(`tr[data-path="${MODEL}"] button.load`);
-    await until("the model to load", `const r = document.querySelector('tr[data-path="${MODEL}"] button.load'); return r && r.textContent === 'In use';`);
+    await loadFromList(MODEL);
     await click(`tr[data-path="${MODEL_B}"] button.load`);
     const current = await until(
       "the switch",
@@ -276,8 +281,7 @@ try {
     await click(`${row} details.model-settings button[type=submit]`);
     await until("the saved notice", "return [...document.querySelectorAll('.notice')].some(n => n.textContent.includes('Settings saved'));");
     for (const path of [MODEL, MODEL_B]) {
-      await click(`tr[data-path="${path}"] button.load`);
-      await until("the model to load", `const r = document.querySelector('tr[data-path="${path}"] button.load'); return r && r.textContent === 'In use';`);
+      await loadFromList(path);
     }
     const current = await text(".current-model");
     if (!current.includes("256 tokens")) throw new Error(`the context setting was not applied: ${current}`);
@@ -295,8 +299,7 @@ try {
     // Still usable: the task box takes a task, a model loads, and History kept the run.
     if (await exec("return document.querySelector('#task').disabled;")) throw new Error("the task box stayed disabled");
     await tab("models");
-    await click(`tr[data-path="${MODEL}"] button.load`);
-    await until("the model to load", `const r = document.querySelector('tr[data-path="${MODEL}"] button.load'); return r && r.textContent === 'In use';`);
+    await loadFromList(MODEL);
     await tab("history");
     const kept = await until("the failed run in history", `const r = document.querySelector('tr[data-run="${runId}"]'); return r ? r.querySelector('.badge').textContent : null;`);
     if (kept !== end) throw new Error(`history shows run ${runId} as ${kept}, the run view as ${end}`);
