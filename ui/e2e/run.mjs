@@ -125,6 +125,15 @@ async function loadFromList(path) {
   await until("the model to load", `const r = document.querySelector('${button}'); return r && r.textContent === 'In use';`);
 }
 
+/// Waits for the notice that settings were saved; a refusal (an error notice) fails at once.
+async function settingsSaved() {
+  const notice = await until(
+    "the settings to be saved",
+    "return [...document.querySelectorAll('.notice')].map(n => n.textContent).find(t => t.includes('Settings saved') || t.includes('Saving settings')) ?? null;",
+  );
+  if (!notice.includes("Settings saved")) throw new Error(`the settings were not saved: ${notice}`);
+}
+
 // ---- the run ----
 
 const results = [];
@@ -202,7 +211,7 @@ try {
     await until("the settings form", "return !!document.querySelector('#settings-form');");
     await type("#settings-form input[name=max_steps]", "4");
     await click("#save-settings");
-    await until("the saved notice", "return [...document.querySelectorAll('.notice')].some(n => n.textContent.includes('Settings saved'));");
+    await settingsSaved();
     // A value out of range is not sent: the form says what is wrong (the core refuses it too,
     // naming the field: src-tauri/tests/commands.rs).
     const saved = "return [...document.querySelectorAll('.notice')].filter(n => n.textContent.includes('Settings saved')).length;";
@@ -279,7 +288,7 @@ try {
     await click(`${row} details.model-settings summary`);
     await type(`${row} input[name=context_size]`, "256");
     await click(`${row} details.model-settings button[type=submit]`);
-    await until("the saved notice", "return [...document.querySelectorAll('.notice')].some(n => n.textContent.includes('Settings saved'));");
+    await settingsSaved();
     for (const path of [MODEL, MODEL_B]) {
       await loadFromList(path);
     }
@@ -362,6 +371,39 @@ try {
     // The fed run ends, so the task box takes the next task.
     await exec("window.burrowBench.feed(arguments[0]); return true;", [[{ kind: "run_ended", run_id: null, status: "succeeded", final_answer: "In src/wallet.rs.", error: null }]]);
     await until("the task box", "return !document.querySelector('#task').disabled;");
+  });
+
+  await step("type in a model's settings while the Models screen redraws", async () => {
+    // A load's progress redraws the screen many times a second, and so does a model list coming
+    // back while someone types (CI once saved a context size of "2" for "256": the redraw moved
+    // the focused input and the rest of the keys went nowhere). Progress events fed every few
+    // milliseconds through the page's dispatch redraw it all the while the keys are typed.
+    await tab("models");
+    const row = `tr[data-path="${MODEL_B}"]`;
+    await until("the models list", `return !!document.querySelector('${row}');`);
+    await click(`${row} details.model-settings summary`);
+    await until("the settings form to open", `return document.querySelector('${row} details.model-settings')?.open || null;`);
+    await exec(
+      "let n = 0; window.e2eEvents = 0; window.e2ePump = setInterval(() => { window.burrowBench.feed([{ kind: 'load_progress', model: 'e2e redraw', progress: (n++ % 100) / 100 }]); window.e2eEvents++; }, 4); return true;",
+    );
+    try {
+      await type(`${row} input[name=context_size]`, "4096");
+      await type(`${row} input[name=threads]`, "2");
+    } finally {
+      await exec("clearInterval(window.e2ePump); return true;");
+    }
+    const events = await exec("return window.e2eEvents;");
+    const typed = await exec(`return ['context_size', 'threads'].map(n => document.querySelector('${row} input[name=' + n + ']').value);`);
+    log(`typed ${JSON.stringify(typed)} over ${events} progress events`);
+    if (events < 5) throw new Error(`only ${events} progress events came while typing`);
+    if (typed[0] !== "4096" || typed[1] !== "2") throw new Error(`keys were lost while the screen redrew: ${JSON.stringify(typed)}`);
+    // The fake load ends; a real load applies what was typed.
+    await exec("window.burrowBench.feed([{ kind: 'load_failed', model: 'e2e redraw', message: 'fed by the test' }]); return true;");
+    await click(`${row} details.model-settings button[type=submit]`);
+    await settingsSaved();
+    await loadFromList(MODEL_B);
+    const current = await text(".current-model");
+    if (!current.includes("4096 tokens") || !/Threads\s*2/.test(current)) throw new Error(`the settings typed were not applied: ${current}`);
   });
 
   let killedRun = 0;

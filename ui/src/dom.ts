@@ -42,6 +42,36 @@ export function replaceChildren(el: Element, ...children: (Child | Child[])[]): 
   append(el, children);
 }
 
+/// Notes where focus is inside `el` before a redraw; `restore()` puts it back after. A redraw
+/// that keeps an element (a model's settings form) moves it into new parents, and moving it
+/// drops its focus: the keys typed next would land nowhere, while a load's progress redraws the
+/// Models screen many times a second. The caret goes back too where the input has one.
+export function saveFocus(el: Element): { restore(): void } {
+  const focused = document.activeElement;
+  const kept = focused instanceof HTMLElement && focused !== el && el.contains(focused) ? focused : null;
+  const caret = kept ? caretOf(kept) : null;
+  return {
+    restore() {
+      if (!kept || !kept.isConnected || document.activeElement === kept) return;
+      kept.focus({ preventScroll: true });
+      if (caret && (kept instanceof HTMLInputElement || kept instanceof HTMLTextAreaElement)) {
+        kept.setSelectionRange(caret[0], caret[1], caret[2]);
+      }
+    },
+  };
+}
+
+function caretOf(el: HTMLElement): [number, number, "forward" | "backward" | "none"] | null {
+  if (!(el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement)) return null;
+  // Number inputs and the like have no selection API: null here, a throw on setting.
+  try {
+    if (el.selectionStart === null || el.selectionEnd === null) return null;
+    return [el.selectionStart, el.selectionEnd, el.selectionDirection ?? "none"];
+  } catch {
+    return null;
+  }
+}
+
 export function formatBytes(n: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let v = n;

@@ -5,7 +5,7 @@
 import "./style.css";
 import { open as openDialog } from "@tauri-apps/plugin-dialog";
 import { api, errorMessage } from "./api";
-import { formatBytes, formatMs, formatTime, h, progressBar, replaceChildren, reportSummary } from "./dom";
+import { formatBytes, formatMs, formatTime, h, progressBar, replaceChildren, reportSummary, saveFocus } from "./dom";
 import { describe } from "./links";
 import {
   canResume,
@@ -337,6 +337,7 @@ async function loadModel(m: ModelInfo): Promise<void> {
 }
 
 function renderModels(): void {
+  const focus = saveFocus(views.models);
   const m = state.model;
   const current = m.current;
   const parts: (HTMLElement | null)[] = [h("h2", null, "Models")];
@@ -402,6 +403,7 @@ function renderModels(): void {
   if (models.length === 0) parts.push(h("p", { class: "muted" }, "No models found. Put .gguf files in Burrow's models folder, or fetch the default one with python3 models/fetch.py."));
   for (const p of discovery?.problems ?? []) parts.push(h("p", { class: "warning" }, `Skipped ${p.error}`));
   replaceChildren(views.models, parts);
+  focus.restore();
 }
 
 function fact(k: string, v: string): HTMLElement[] {
