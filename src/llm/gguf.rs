@@ -36,7 +36,7 @@ pub enum GgufError {
         "{path}: not a GGUF file (starts with {found:02x?}, expected the magic bytes \"GGUF\")"
     )]
     BadMagic { path: PathBuf, found: Vec<u8> },
-    #[error("{path}: GGUF version {version} is not supported (supported: 2 and 3)")]
+    #[error("{path}: {}", version_problem(*.version))]
     UnsupportedVersion { path: PathBuf, version: u32 },
     #[error("{path}: truncated: {what} at byte {offset} needs {needed} bytes but the file is {file_size} bytes long")]
     Truncated {
@@ -52,6 +52,24 @@ pub enum GgufError {
         offset: u64,
         reason: String,
     },
+}
+
+/// Says what a version field that is not 2 or 3 most likely means: a version 1 file (llama.cpp
+/// dropped it), a newer format, a big-endian file (its version reads byte-swapped), or a file that
+/// only starts with "GGUF" (text that happens to, or a damaged header).
+fn version_problem(version: u32) -> String {
+    const SUPPORTED: &str = "supported: 2 and 3";
+    match version {
+        1 => format!("GGUF version 1 is no longer supported ({SUPPORTED}): convert the model again with a current llama.cpp"),
+        4..=255 => format!("GGUF version {version} is newer than this build reads ({SUPPORTED})"),
+        v if (2..=3).contains(&v.swap_bytes()) => format!(
+            "a big-endian GGUF file (version {}): this build reads little-endian ones",
+            v.swap_bytes()
+        ),
+        v => format!(
+            "not a GGUF file: it starts with \"GGUF\" but its version field reads {v} ({SUPPORTED})"
+        ),
+    }
 }
 
 impl GgufError {
@@ -386,8 +404,7 @@ impl GgufHeader {
             });
         }
         let version = r.u32("version")?;
-        if version == 1 || version > 3 || version == 0 {
-            // A byte-swapped (big-endian) file shows up as a huge version number.
+        if !(2..=3).contains(&version) {
             return Err(GgufError::UnsupportedVersion {
                 path: path.to_path_buf(),
                 version,
@@ -1123,10 +1140,12 @@ mod tests {
         b.extend_from_slice(&1u32.to_le_bytes());
         b.extend_from_slice(&[0u8; 16]);
         std::fs::write(&p, &b).unwrap();
-        assert!(matches!(
-            GgufHeader::read(&p),
-            Err(GgufError::UnsupportedVersion { version: 1, .. })
-        ));
+        let err = GgufHeader::read(&p).unwrap_err();
+        assert!(
+            matches!(err, GgufError::UnsupportedVersion { version: 1, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("convert the model again"), "{err}");
         assert!(matches!(
             GgufHeader::read(dir.path()),
             Err(GgufError::IsDirectory { .. })
@@ -1134,6 +1153,39 @@ mod tests {
         let missing = dir.path().join("nope.gguf");
         let err = GgufHeader::read(&missing).unwrap_err();
         assert!(err.to_string().contains("nope.gguf"));
+    }
+
+    /// What a version field outside 2..=3 says: a text file that starts with "GGUF" (the e2e's
+    /// broken.gguf was reported as "GGUF version 1953459744 is not supported"), a big-endian file,
+    /// a newer format.
+    #[test]
+    fn a_version_field_is_read_for_what_it_means() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases: [(&str, Vec<u8>, &str); 3] = [
+            (
+                "text.gguf",
+                b"GGUF not really a model".to_vec(),
+                "not a GGUF file: it starts with \"GGUF\" but its version field reads 1953459744",
+            ),
+            (
+                "big-endian.gguf",
+                [b"GGUF".as_slice(), &3u32.to_be_bytes(), &[0u8; 16]].concat(),
+                "a big-endian GGUF file (version 3)",
+            ),
+            (
+                "future.gguf",
+                [b"GGUF".as_slice(), &4u32.to_le_bytes(), &[0u8; 16]].concat(),
+                "GGUF version 4 is newer than this build reads",
+            ),
+        ];
+        for (name, bytes, says) in cases {
+            let p = dir.path().join(name);
+            std::fs::write(&p, bytes).unwrap();
+            let err = GgufHeader::read(&p).unwrap_err();
+            assert!(matches!(err, GgufError::UnsupportedVersion { .. }), "{err}");
+            let msg = err.to_string();
+            assert!(msg.contains(says) && msg.contains(name), "{name}: {msg}");
+        }
     }
 
     #[test]

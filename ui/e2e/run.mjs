@@ -196,8 +196,11 @@ try {
     const names = await exec("return [...document.querySelectorAll('tr[data-path]')].map(r => r.dataset.model);");
     if (new Set(names).size !== names.length) throw new Error(`models listed under one name: ${names.join(", ")}`);
     const problem = await text(".warning");
-    if (!problem || !problem.includes("broken.gguf")) throw new Error(`the unreadable file is not reported: ${problem}`);
-    // A model that fails to load: its message names it, and the model in use stays in use.
+    if (!problem || !problem.includes("broken.gguf") || !problem.includes("not a GGUF file")) throw new Error(`the unreadable file is not reported: ${problem}`);
+    // A model that fails to load: the list says why before it is tried, its failure names it,
+    // and the model in use stays in use.
+    const why = await text(`tr[data-path="${FUTURE}"] .unsupported-why`);
+    if (!why || !why.includes("zzyzx")) throw new Error(`the list does not say why the model is unsupported: ${why}`);
     await click(`tr[data-path="${FUTURE}"] button.load`);
     const failure = await until("the load failure", "const e = document.querySelector('#model-error'); return e ? e.textContent : null;");
     if (!failure.includes("future-arch.gguf") || !failure.includes("zzyzx")) throw new Error(`the failure does not say what and why: ${failure}`);
@@ -399,8 +402,14 @@ try {
     if (typed[0] !== "4096" || typed[1] !== "2") throw new Error(`keys were lost while the screen redrew: ${JSON.stringify(typed)}`);
     // The fake load ends; a real load applies what was typed.
     await exec("window.burrowBench.feed([{ kind: 'load_failed', model: 'e2e redraw', message: 'fed by the test' }]); return true;");
+    await until("the fed load to end", "return !!document.querySelector('#model-error');");
     await click(`${row} details.model-settings button[type=submit]`);
     await settingsSaved();
+    await screenshot("15-model-settings");
+    // Opened over the rows below, not widening the table past the window.
+    if (await exec("return document.documentElement.scrollWidth > window.innerWidth + 1 || document.querySelector('#screen-models').scrollWidth > document.querySelector('#screen-models').clientWidth + 1;")) throw new Error("the open settings form widens the page");
+    await keys(`${row} input[name=threads]`, "\uE00C");
+    await until("Esc to close the settings form", `return !document.querySelector('${row} details.model-settings').open;`);
     await loadFromList(MODEL_B);
     const current = await text(".current-model");
     if (!current.includes("4096 tokens") || !/Threads\s*2/.test(current)) throw new Error(`the settings typed were not applied: ${current}`);
@@ -445,14 +454,14 @@ try {
     // What the first session indexed is still there.
     const kept = await text('#repos tr[data-repo="wallet-tool"]');
     if (!kept || !kept.includes("ready")) throw new Error(`the first workspace was lost: ${kept}`);
-    await screenshot("15-dark-workspace");
+    await screenshot("16-dark-workspace");
   });
 
   await step("continue the interrupted run", async () => {
     await tab("history");
     const status = await until("the interrupted run", `const r = document.querySelector('tr[data-run="${killedRun}"]'); return r ? r.querySelector('.badge').textContent : null;`);
     if (status !== "Interrupted") throw new Error(`run ${killedRun} is ${status}, not interrupted`);
-    await screenshot("16-dark-history");
+    await screenshot("17-dark-history");
     await click(`tr[data-run="${killedRun}"] button.resume-run`);
     await until("the run to go on", "return document.querySelector('.run-meta .badge')?.textContent === 'Running';");
     const meta = await text(".run-meta");
@@ -464,7 +473,7 @@ try {
     const steps = await exec("return document.querySelectorAll('.step').length;");
     if (steps <= keptSteps) throw new Error(`no new step after continuing (${steps} steps)`);
     log(`run ${killedRun} continued from ${keptSteps} kept steps to ${steps}: ${end}`);
-    await screenshot("17-dark-run-continued");
+    await screenshot("18-dark-run-continued");
   });
 
   writeFileSync(join(OUT, "results.json"), JSON.stringify({ coldStartMs, restartMs, results }, null, 2));

@@ -95,8 +95,25 @@ export class Session {
     }
   }
 
+  /// Clicks `css` once it has stopped moving: the page redraws on events at its next frame, and
+  /// a redraw that shifts the layout (an error box appearing above) between WebDriver's hit test
+  /// and its click sends the click elsewhere, without an error.
   click(css) {
-    return this.withElement(css, (el) => this.wd("POST", `/element/${el}/click`, {}));
+    return this.withElement(css, async (el) => {
+      await this.settled(el);
+      return this.wd("POST", `/element/${el}/click`, {});
+    });
+  }
+
+  /// Waits until `el` has the same box on two looks a few frames apart (for at most a second).
+  async settled(el) {
+    let last = null;
+    for (let i = 0; i < 20; i++) {
+      const box = await this.exec("const r = arguments[0].getBoundingClientRect(); return [r.x, r.y, r.width, r.height].join(',');", [{ [ELEMENT]: el }]);
+      if (box === last) return;
+      last = box;
+      await sleep(50);
+    }
   }
 
   /// Replaces an input's text.

@@ -229,7 +229,7 @@ taskInput.addEventListener("keydown", (e) => {
 });
 
 document.addEventListener("keydown", (e) => {
-  if (e.key !== "Escape") return;
+  if (e.key !== "Escape" || e.defaultPrevented) return; // taken by what had focus (a settings form)
   if (itemViewer.open) return; // the dialog closes itself
   if (isLive(state.run)) {
     e.preventDefault();
@@ -384,7 +384,15 @@ function renderModels(): void {
           return h(
               "tr",
               { "data-model": mi.name, "data-path": mi.path },
-              h("td", null, mi.name, mi.supported ? null : [" ", h("span", { class: "badge status-error" }, "unsupported")]),
+              h(
+                "td",
+                null,
+                mi.name,
+                // Why, up front; Load stays, and its failure gives llama.cpp's own account.
+                mi.supported
+                  ? null
+                  : [" ", h("span", { class: "badge status-error" }, "unsupported"), h("div", { class: "muted unsupported-why" }, `Architecture "${mi.architecture}" is not one this build of llama.cpp runs as a chat model.`)],
+              ),
               h("td", null, mi.quantization),
               h("td", null, formatBytes(mi.file_size)),
               h("td", null, mi.context_length ? String(mi.context_length) : "?"),
@@ -443,6 +451,13 @@ function modelSettingsButton(mi: ModelInfo): HTMLElement {
       ...s,
       models: { ...s.models, [mi.path]: { context_size: read("context_size"), threads: read("threads"), gpu_layers: read("gpu_layers") } },
     }));
+  });
+  // Esc closes it as it would a menu, back on its summary for the keyboard.
+  details.addEventListener("keydown", (e) => {
+    if (e.key !== "Escape" || !details.open) return;
+    e.preventDefault();
+    details.open = false;
+    details.querySelector("summary")?.focus();
   });
   details.append(form);
   return details;
