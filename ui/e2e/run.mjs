@@ -378,9 +378,10 @@ try {
 
   await step("type in a model's settings while the Models screen redraws", async () => {
     // A load's progress redraws the screen many times a second, and so does a model list coming
-    // back while someone types (CI once saved a context size of "2" for "256": the redraw moved
-    // the focused input and the rest of the keys went nowhere). Progress events fed every few
-    // milliseconds through the page's dispatch redraw it all the while the keys are typed.
+    // back while someone types. A redraw moved the focused input and the rest of the keys went
+    // nowhere: here "4" of "4096" arrived, and on CI a save after typing "256" never came
+    // (most likely "2" or "25", which the core refuses). Progress events fed every few
+    // milliseconds through the page's dispatch redraw the screen all the while the keys are typed.
     await tab("models");
     const row = `tr[data-path="${MODEL_B}"]`;
     await until("the models list", `return !!document.querySelector('${row}');`);
