@@ -2,7 +2,8 @@
 // the built app under Xvfb, and this script drives it over plain WebDriver (webdriver.mjs): add a
 // workspace and see it indexed, load and switch models and see one fail to load, run a task and
 // see its steps and plan, stop a run, reopen it from history, change a setting, import issues (a
-// malformed file, then a good one), open a file and an issue from a trace's links; then close the
+// malformed file, then a good one), open a file and an issue from a trace's links, type in a
+// model's settings while the screen redraws; then close the
 // app in the middle of a run and start it again the way the README's run command does (the
 // folder it starts in as default workspace, the default model, here in the dark theme) and
 // continue the interrupted run. A screenshot of each screen is saved under
@@ -446,7 +447,7 @@ try {
     await driver.stop();
     // Started again only once the closed app is gone, as a person would: while it lives it holds
     // the run's lock, and the next start rightly leaves a run whose process lives as running (on
-    // CI the app outlived the driver by more than the next start took).
+    // CI the run stayed running after the restart, most likely so: the app outlived the driver).
     const t0 = Date.now();
     while (appProcesses().length > 0) {
       if (Date.now() - t0 > 30_000) throw new Error(`the app did not exit within 30 s of its window closing: pid ${appProcesses().join(", ")}`);
