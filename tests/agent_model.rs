@@ -10,7 +10,7 @@ use std::sync::Arc;
 use burrow::agent::prompt::workspace_summary;
 use burrow::agent::protocol::PROTOCOLS;
 use burrow::agent::record::RunStatus;
-use burrow::agent::{Agent, AgentConfig};
+use burrow::agent::{Agent, AgentConfig, RunStore};
 use burrow::llm::engine::CancelToken;
 use burrow::tools::all_tools;
 use burrow::workspace::Workspace;
@@ -146,7 +146,7 @@ fn smollm2_steps_always_parse_and_runs_always_end() {
         };
         let agent = Agent::new(&*model, &tools, config)
             .unwrap()
-            .with_store(&f.ws);
+            .with_store(&*f.ws);
         let (mut steps, mut actions, mut finals) = (0, 0, 0);
         let (mut generated, mut decode_ms, mut prompt, mut cached) = (0, 0.0, 0, 0);
         for task in TASKS {

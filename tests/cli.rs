@@ -468,6 +468,7 @@ fn workspace_commands_search_and_tools() {
 #[test]
 fn runs_list_and_show() {
     use burrow::agent::record::{RunStatus, StepRecord};
+    use burrow::agent::RunStore;
     let home = tempfile::tempdir().unwrap();
     let out = burrow(home.path(), &["runs", "list"]);
     assert!(out.status.success());

@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use burrow::agent::record::{ActionRecord, StepRecord};
+use burrow::agent::RunStore;
 use burrow::app::{App, ModelStatus};
 use burrow::config::BurrowHome;
 use burrow::llm::fake::{FakeModel, FakeTurn};

@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use super::events::AgentEvent;
 use super::record::RunStatus;
-use super::run::{Agent, AgentEvent};
+use super::run::Agent;
 use crate::llm::engine::CancelToken;
 
 /// One step's figures.

@@ -27,7 +27,9 @@ pub fn step_grammar(
     tools: &[ToolSpec],
     shape: StepShape,
 ) -> Result<Grammar, GrammarError> {
-    if tools.is_empty() && !(shape.allow_final && protocol != Protocol::ToolCalls) {
+    // A protocol that answers with a tool has its final form among `tools`.
+    let final_form = shape.allow_final && !protocol.answers_with_tool();
+    if tools.is_empty() && !final_form {
         return Err(GrammarError::Invalid {
             kind: "step grammar",
             reason: "no tool is active and no final answer is allowed: the step could be nothing"

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
@@ -60,6 +60,39 @@ pub trait Hook: Send + Sync {
     }
     fn on_final(&self, _ctx: &HookContext<'_>, _answer: &str) -> HookVerdict {
         HookVerdict::Continue
+    }
+}
+
+/// A run's hooks, asked in the order they were added. The loop asks them through here, so
+/// every point of a run treats a verdict the same way.
+#[derive(Clone, Default)]
+pub struct Hooks(Vec<Arc<dyn Hook>>);
+
+impl Hooks {
+    pub fn push(&mut self, hook: Arc<dyn Hook>) {
+        self.0.push(hook);
+    }
+
+    /// Asks each hook in turn; the first that stops the run ends the asking, with its reason.
+    pub fn stop_reason(&self, ask: impl Fn(&dyn Hook) -> HookVerdict) -> Option<String> {
+        self.0.iter().find_map(|h| match ask(h.as_ref()) {
+            HookVerdict::Stop(reason) => Some(reason),
+            HookVerdict::Continue => None,
+        })
+    }
+
+    /// Asks each hook about a tool call: rewrites apply in order, each hook seeing the
+    /// arguments the one before it left; the first denial or stop is the verdict. `Allow`
+    /// (with `action` perhaps rewritten) when every hook let it through.
+    pub fn before_tool(&self, ctx: &HookContext<'_>, action: &mut Action) -> ToolVerdict {
+        for h in &self.0 {
+            match h.before_tool(ctx, action) {
+                ToolVerdict::Allow => {}
+                ToolVerdict::Rewrite(args) => action.args = args,
+                verdict @ (ToolVerdict::Deny(_) | ToolVerdict::Stop(_)) => return verdict,
+            }
+        }
+        ToolVerdict::Allow
     }
 }
 

@@ -4,10 +4,16 @@
 //! doc comments are what the model reads and their schemas become grammars.
 
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
+use super::events::AgentEvent;
+use super::prompt;
+use super::protocol::TodoChange;
+use super::state::RunState;
 use super::todo::TodoWrite;
-use crate::tools::{spec_for, ToolSpec};
+use crate::tools::{spec_for, ToolError, ToolRegistry, ToolSpec};
 
 pub const TODO_WRITE: &str = "todo_write";
 pub const FINAL_ANSWER: &str = "final_answer";
@@ -60,7 +66,7 @@ pub struct ToolbeltRemoveInput {
 
 /// `todo_write` takes `TodoWrite`, whose own doc comment speaks to programmers.
 pub fn todo_write_spec() -> ToolSpec {
-    let mut spec = spec_for::<TodoWrite>(TODO_WRITE);
+    let mut spec = spec::<TodoWriteTool>();
     spec.description = "Write the plan: a short list of items with their status. With merge, \
          only the items given change (matched by id) and new ids are added; without, they \
          replace the plan."
@@ -83,25 +89,160 @@ pub fn toolbelt_specs(all: &[String], active: &[String]) -> Vec<ToolSpec> {
     };
     let addable: Vec<&String> = all.iter().filter(|n| !active.contains(n)).collect();
     let mut specs = vec![
-        spec_for::<ToolbeltListInput>(TOOLBELT_LIST),
-        with_names(
-            spec_for::<ToolbeltInspectInput>(TOOLBELT_INSPECT),
-            all.iter().collect(),
-        ),
+        spec::<ToolbeltList>(),
+        with_names(spec::<ToolbeltInspect>(), all.iter().collect()),
     ];
     if !addable.is_empty() {
-        specs.push(with_names(
-            spec_for::<ToolbeltAddInput>(TOOLBELT_ADD),
-            addable,
-        ));
+        specs.push(with_names(spec::<ToolbeltAdd>(), addable));
     }
     if !active.is_empty() {
         specs.push(with_names(
-            spec_for::<ToolbeltRemoveInput>(TOOLBELT_REMOVE),
+            spec::<ToolbeltRemove>(),
             active.iter().collect(),
         ));
     }
     specs
+}
+
+/// What a meta-tool works on: the run's own state, the tools the toolbelt takes from, and
+/// the run's event stream (a plan change is shown as it happens).
+pub(super) struct MetaContext<'r> {
+    pub state: &'r mut RunState,
+    pub tools: &'r ToolRegistry,
+    pub on_event: &'r mut dyn FnMut(AgentEvent),
+}
+
+/// A tool the loop answers itself, over the run's state. Like every tool it has a `NAME` and a
+/// typed `Input` whose doc comments the model reads; it is erased only in `call`.
+pub(super) trait MetaTool {
+    const NAME: &'static str;
+    type Input: JsonSchema + DeserializeOwned;
+
+    fn call(input: Self::Input, cx: &mut MetaContext<'_>) -> Result<String, ToolError>;
+}
+
+fn spec<T: MetaTool>() -> ToolSpec {
+    spec_for::<T::Input>(T::NAME)
+}
+
+/// Runs `name` when it is a meta-tool this run has: the plan's, where the protocol plans
+/// with a tool, and the toolbelt's, while the toolbelt is on. `None` for any other name.
+pub(super) fn call(
+    name: &str,
+    args: &Map<String, Value>,
+    plan_tool: bool,
+    cx: &mut MetaContext<'_>,
+) -> Option<Result<String, ToolError>> {
+    fn typed<T: MetaTool>(
+        args: &Map<String, Value>,
+        cx: &mut MetaContext<'_>,
+    ) -> Result<String, ToolError> {
+        let input = serde_json::from_value(Value::Object(args.clone()))
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        T::call(input, cx)
+    }
+    let toolbelt = cx.state.toolbelt;
+    Some(match name {
+        TODO_WRITE if plan_tool => typed::<TodoWriteTool>(args, cx),
+        TOOLBELT_LIST if toolbelt => typed::<ToolbeltList>(args, cx),
+        TOOLBELT_INSPECT if toolbelt => typed::<ToolbeltInspect>(args, cx),
+        TOOLBELT_ADD if toolbelt => typed::<ToolbeltAdd>(args, cx),
+        TOOLBELT_REMOVE if toolbelt => typed::<ToolbeltRemove>(args, cx),
+        _ => return None,
+    })
+}
+
+struct TodoWriteTool;
+
+impl MetaTool for TodoWriteTool {
+    const NAME: &'static str = TODO_WRITE;
+    type Input = TodoWrite;
+
+    fn call(input: TodoWrite, cx: &mut MetaContext<'_>) -> Result<String, ToolError> {
+        cx.state
+            .change_plan(&TodoChange::Write(input), cx.on_event)
+            .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+        Ok(format!("The plan is now:\n{}", cx.state.plan.render()))
+    }
+}
+
+struct ToolbeltList;
+
+impl MetaTool for ToolbeltList {
+    const NAME: &'static str = TOOLBELT_LIST;
+    type Input = ToolbeltListInput;
+
+    fn call(_: ToolbeltListInput, cx: &mut MetaContext<'_>) -> Result<String, ToolError> {
+        Ok(cx
+            .tools
+            .specs()
+            .iter()
+            .map(|s| {
+                let first = s.description.split(". ").next().unwrap_or("");
+                let mark = if cx.state.active.contains(&s.name) {
+                    " (in the toolbelt)"
+                } else {
+                    ""
+                };
+                format!("- {}{mark}: {first}", s.name)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+}
+
+/// The registered tool a toolbelt call names.
+fn named(tools: &ToolRegistry, name: &str) -> Result<ToolSpec, ToolError> {
+    tools.spec(name).ok_or_else(|| {
+        ToolError::NotFound(format!(
+            "no tool named {name:?}; {TOOLBELT_LIST} lists them"
+        ))
+    })
+}
+
+struct ToolbeltInspect;
+
+impl MetaTool for ToolbeltInspect {
+    const NAME: &'static str = TOOLBELT_INSPECT;
+    type Input = ToolbeltInspectInput;
+
+    fn call(input: ToolbeltInspectInput, cx: &mut MetaContext<'_>) -> Result<String, ToolError> {
+        Ok(prompt::tool_details(&named(cx.tools, &input.name)?))
+    }
+}
+
+struct ToolbeltAdd;
+
+impl MetaTool for ToolbeltAdd {
+    const NAME: &'static str = TOOLBELT_ADD;
+    type Input = ToolbeltAddInput;
+
+    fn call(input: ToolbeltAddInput, cx: &mut MetaContext<'_>) -> Result<String, ToolError> {
+        let spec = named(cx.tools, &input.name)?;
+        if !cx.state.active.contains(&spec.name) {
+            cx.state.active.push(spec.name.clone());
+        }
+        // A call that failed because the tool was not there may work now.
+        cx.state.failed.clear();
+        Ok(format!(
+            "{} is in the toolbelt; call it from the next step: {}",
+            spec.name,
+            prompt::tool_signature(&spec)
+        ))
+    }
+}
+
+struct ToolbeltRemove;
+
+impl MetaTool for ToolbeltRemove {
+    const NAME: &'static str = TOOLBELT_REMOVE;
+    type Input = ToolbeltRemoveInput;
+
+    fn call(input: ToolbeltRemoveInput, cx: &mut MetaContext<'_>) -> Result<String, ToolError> {
+        let spec = named(cx.tools, &input.name)?;
+        cx.state.active.retain(|n| *n != spec.name);
+        Ok(format!("{} was removed from the toolbelt.", spec.name))
+    }
 }
 
 pub fn is_meta(name: &str) -> bool {

@@ -1,6 +1,21 @@
 //! The ReAct agent: the loop that reasons and acts over the tools with a local model.
+//!
+//! - `run.rs`: the `Agent` and its loop; `step.rs`: one step, from prompt to what the model
+//!   decided; `decision.rs`: a final answer or a call carried out, and the step recorded;
+//!   `dispatch.rs`: the loop guard, the meta-tools and tool retries; `context.rs`: the prompt's
+//!   messages and the summaries that fold older steps; `state.rs`: what a run carries from step
+//!   to step; `config.rs`, `events.rs`: how a run behaves, what it reports, how it fails.
+//! - `protocol.rs` (the ReAct dialects and their parsers), `grammar.rs` (each step's
+//!   grammar), `prompt.rs` (the prompt template), `meta.rs` (the tools the loop answers
+//!   itself), `todo.rs` (the plan), `hooks.rs`, `record.rs` and `store.rs` (runs as data, and
+//!   where they are kept), `bench.rs` (`burrow bench --agent`).
 
 pub mod bench;
+pub mod config;
+mod context;
+mod decision;
+mod dispatch;
+pub mod events;
 pub mod grammar;
 pub mod hooks;
 pub mod meta;
@@ -8,7 +23,12 @@ pub mod prompt;
 pub mod protocol;
 pub mod record;
 pub mod run;
+mod state;
+mod step;
 pub mod store;
 pub mod todo;
 
-pub use run::{Agent, AgentConfig, AgentError, AgentEvent, RunOutcome};
+pub use config::{AgentConfig, Clock, SystemClock};
+pub use events::{AgentError, AgentEvent, RunOutcome};
+pub use run::Agent;
+pub use store::RunStore;

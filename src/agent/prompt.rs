@@ -390,8 +390,8 @@ mod tests {
             task_context: "Repositories: acme/app (git, 120 files), bitcoin-core/gui (issues)",
             tools,
             protocol,
-            plan_tools: protocol != Protocol::JsonTyped,
-            native_tools: protocol == Protocol::ToolCalls,
+            plan_tools: !protocol.has_plan_field(),
+            native_tools: protocol.calls_natively(),
         }
     }
 

@@ -51,6 +51,23 @@ impl Protocol {
         PROTOCOLS.into_iter().find(|p| p.as_str() == name)
     }
 
+    /// The step carries the plan in a field of its own (`todo_patch`); the other protocols
+    /// change the plan by calling the `todo_write` tool.
+    pub fn has_plan_field(self) -> bool {
+        self == Protocol::JsonTyped
+    }
+
+    /// The final answer is a call of the `final_answer` tool, not a form of the step.
+    pub fn answers_with_tool(self) -> bool {
+        self == Protocol::ToolCalls
+    }
+
+    /// Tool calls are the chat template's own (structured assistant messages and tool
+    /// results), where the template shows the model its tools.
+    pub fn calls_natively(self) -> bool {
+        self == Protocol::ToolCalls
+    }
+
     /// The shape of a step, as the model is shown it after a step it wrote wrongly.
     pub fn expected_format(self) -> &'static str {
         match self {

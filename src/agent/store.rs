@@ -1,7 +1,8 @@
-//! Runs kept in the workspace database. Each step is written when it completes, in its own
-//! statement (WAL), so a killed process loses no completed step. A running run holds a lock
-//! file for as long as its process lives; on the next start, a run still marked running whose
-//! lock is free belonged to a process that died, and is marked interrupted.
+//! Where runs are kept: the `RunStore` the agent writes to, and its implementation over the
+//! workspace database. Each step is written when it completes, in its own statement (WAL), so
+//! a killed process loses no completed step. A running run holds a lock file for as long as
+//! its process lives; on the next start, a run still marked running whose lock is free
+//! belonged to a process that died, and is marked interrupted.
 
 use rusqlite::{params, OptionalExtension};
 
@@ -9,19 +10,66 @@ use super::record::{RunRecord, RunStatus, StepRecord};
 use crate::workspace::index::FileLock;
 use crate::workspace::{db_err, now, Workspace, WorkspaceError};
 
-/// A run being written. Dropping it (the process ending included) releases its lock.
+/// A run being written. Dropping it (the process ending included) releases what marks it as
+/// alive, so another process can tell it was interrupted.
 pub struct RunHandle {
     pub id: i64,
-    _lock: FileLock,
+    _alive: Box<dyn Send + Sync>,
+}
+
+impl RunHandle {
+    /// A handle for run `id`, alive while `alive` (a lock, say) is held.
+    pub fn new(id: i64, alive: impl Send + Sync + 'static) -> Self {
+        RunHandle {
+            id,
+            _alive: Box::new(alive),
+        }
+    }
+}
+
+/// What the agent needs of a place to keep its runs.
+pub trait RunStore: Send + Sync {
+    /// Records a new run as running, held by this process until the handle is dropped.
+    fn start_run(
+        &self,
+        task: &str,
+        model: Option<&str>,
+        protocol: &str,
+    ) -> Result<RunHandle, WorkspaceError>;
+
+    /// Writes one completed step (again, if it was written before: the same index replaces).
+    fn save_step(&self, run: &RunHandle, step: &StepRecord) -> Result<(), WorkspaceError>;
+
+    /// Records how the run ended.
+    fn finish_run(
+        &self,
+        run: &RunHandle,
+        status: RunStatus,
+        final_answer: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<(), WorkspaceError>;
+
+    /// Takes over an interrupted run to continue it: it is running again, under this process.
+    fn resume_run(&self, id: i64) -> Result<(RunHandle, RunRecord), WorkspaceError>;
+
+    /// Marks interrupted the runs still marked running whose process is gone. Returns their
+    /// ids.
+    fn interrupt_orphaned_runs(&self) -> Result<Vec<i64>, WorkspaceError>;
+
+    /// The newest runs first, without their steps.
+    fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, WorkspaceError>;
+
+    /// One run with its steps.
+    fn run(&self, id: i64) -> Result<RunRecord, WorkspaceError>;
 }
 
 fn lock_key(id: i64) -> String {
     format!("run-{id}")
 }
 
-impl Workspace {
+impl RunStore for Workspace {
     /// Records a new run as running and takes its lock.
-    pub fn start_run(
+    fn start_run(
         &self,
         task: &str,
         model: Option<&str>,
@@ -41,11 +89,10 @@ impl Workspace {
         // take it for orphaned: `interrupt_orphaned_runs` leaves runs younger than a few
         // seconds alone.
         let lock = FileLock::acquire(self.db_path(), &lock_key(id))?;
-        Ok(RunHandle { id, _lock: lock })
+        Ok(RunHandle::new(id, lock))
     }
 
-    /// Writes one completed step (again, if it was written before: the same index replaces).
-    pub fn save_step(&self, run: &RunHandle, step: &StepRecord) -> Result<(), WorkspaceError> {
+    fn save_step(&self, run: &RunHandle, step: &StepRecord) -> Result<(), WorkspaceError> {
         let json = serde_json::to_string(step)
             .map_err(|e| WorkspaceError::Refused(format!("a step could not be encoded: {e}")))?;
         self.conn()
@@ -57,8 +104,7 @@ impl Workspace {
         Ok(())
     }
 
-    /// Records how the run ended.
-    pub fn finish_run(
+    fn finish_run(
         &self,
         run: &RunHandle,
         status: RunStatus,
@@ -75,8 +121,7 @@ impl Workspace {
         Ok(())
     }
 
-    /// Takes over an interrupted run to continue it: it is running again, under this process.
-    pub fn resume_run(&self, id: i64) -> Result<(RunHandle, RunRecord), WorkspaceError> {
+    fn resume_run(&self, id: i64) -> Result<(RunHandle, RunRecord), WorkspaceError> {
         let lock = FileLock::try_acquire(self.db_path(), &lock_key(id))?.ok_or_else(|| {
             WorkspaceError::Refused(format!("run {id} is still going in another process"))
         })?;
@@ -93,12 +138,12 @@ impl Workspace {
                 [id],
             )
             .map_err(db_err("resuming a run"))?;
-        Ok((RunHandle { id, _lock: lock }, record))
+        Ok((RunHandle::new(id, lock), record))
     }
 
     /// Marks interrupted the runs still marked running whose process is gone (their lock is
     /// free). Returns their ids.
-    pub fn interrupt_orphaned_runs(&self) -> Result<Vec<i64>, WorkspaceError> {
+    fn interrupt_orphaned_runs(&self) -> Result<Vec<i64>, WorkspaceError> {
         let running: Vec<(i64, i64)> = {
             let conn = self.conn();
             let mut st = conn
@@ -130,8 +175,7 @@ impl Workspace {
         Ok(interrupted)
     }
 
-    /// The newest runs first, without their steps.
-    pub fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, WorkspaceError> {
+    fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, WorkspaceError> {
         let conn = self.conn();
         let mut st = conn
             .prepare(&format!(
@@ -145,8 +189,7 @@ impl Workspace {
             .map_err(db_err("listing runs"))
     }
 
-    /// One run with its steps.
-    pub fn run(&self, id: i64) -> Result<RunRecord, WorkspaceError> {
+    fn run(&self, id: i64) -> Result<RunRecord, WorkspaceError> {
         let conn = self.conn();
         let mut run = conn
             .query_row(

@@ -15,17 +15,17 @@ use serde::{Deserialize, Serialize};
 use crate::agent::hooks::TracingHook;
 use crate::agent::prompt::workspace_summary;
 use crate::agent::record::{RunRecord, RunStatus};
-use crate::agent::{Agent, AgentError, AgentEvent, RunOutcome};
+use crate::agent::{Agent, AgentConfig, AgentError, AgentEvent, RunOutcome, RunStore};
 use crate::config::{BurrowHome, ConfigError};
 use crate::llm::engine::CancelToken;
 use crate::llm::library::{Discovery, ModelInfo};
-use crate::llm::llama::{LlamaEngine, LoadEvent, LoadedModel};
+use crate::llm::llama::{LlamaEngine, LoadedModel};
 use crate::llm::{LanguageModel, LlmError};
 use crate::tools::{RegistryError, ToolRegistry};
 use crate::workspace::{IndexEvent, IndexReport, RepoStatus, Workspace, WorkspaceError};
 
 pub use models::ModelsError;
-pub use settings::{ModelSettings, Settings, SettingsError};
+pub use settings::{Settings, SettingsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -264,24 +264,15 @@ impl App {
         }
         let info: ModelInfo = models::find(&self.home, query)?;
         label.clone_from(&info.name);
-        let options = lock(&self.settings).model(&info.path).load_options();
+        let options = lock(&self.settings).model(&info.path);
         let engine = self.engine()?;
-        let mut handle = engine.load_info(info.clone(), &options)?;
-        let outcome = loop {
-            match handle.blocking_next() {
-                Some(LoadEvent::Progress(progress)) => on_event(AppEvent::LoadProgress {
-                    model: info.name.clone(),
-                    progress,
-                }),
-                Some(LoadEvent::Loaded(m)) => break Ok(m),
-                Some(LoadEvent::Failed(e)) => break Err(AppError::Model(e)),
-                None => {
-                    break Err(AppError::Model(LlmError::Worker(
-                        "the loading thread ended without a result".into(),
-                    )))
-                }
-            }
-        };
+        let name = info.name.clone();
+        let outcome = models::load(engine, info, &options, &mut |progress| {
+            on_event(AppEvent::LoadProgress {
+                model: name.clone(),
+                progress,
+            })
+        });
         // Whatever happened, what is in use is what the engine holds now.
         let current = engine.current();
         *lock(&self.model) = current.as_ref().map(|m| CurrentModel {
@@ -467,15 +458,29 @@ impl App {
         on_event: &mut dyn FnMut(AppEvent),
     ) -> Result<RunOutcome, AppError> {
         let settings = lock(&self.settings).clone();
-        let config = settings.agent_config(workspace_summary(&self.workspace)?);
-        let agent = Agent::new(model, &self.tools, config)?
-            .with_store(&self.workspace)
-            .with_hook(Arc::new(TracingHook));
+        let agent = self.agent(model, settings.agent_config(self.task_context()?))?;
         let mut forward = |event: AgentEvent| on_event(AppEvent::Agent { event });
         Ok(match task {
             RunTask::New(t) => agent.run(t.trim(), cancel, &mut forward),
             RunTask::Resume(id) => agent.resume(id, cancel, &mut forward)?,
         })
+    }
+
+    /// What the agent is told about the workspace up front.
+    pub fn task_context(&self) -> Result<String, AppError> {
+        Ok(workspace_summary(&self.workspace)?)
+    }
+
+    /// An agent over the workspace's tools, keeping its runs in the workspace: the one place
+    /// an agent is assembled, for the app's runs and the CLI's alike.
+    pub fn agent<'a>(
+        &'a self,
+        model: &'a dyn LanguageModel,
+        config: AgentConfig,
+    ) -> Result<Agent<'a>, AppError> {
+        Ok(Agent::new(model, &self.tools, config)?
+            .with_store(&*self.workspace)
+            .with_hook(Arc::new(TracingHook)))
     }
 
     /// Stops the run in progress; it ends as cancelled with every step so far kept.

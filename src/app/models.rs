@@ -2,9 +2,11 @@
 //! catalogue id, a name, a file name or a path) to one model. Shared by the CLI and the app.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::config::{BurrowHome, Config, ConfigError};
 use crate::llm::library::{self, Catalogue, Discovery, ModelInfo, ModelSource, ResolvedModel};
+use crate::llm::llama::{LlamaEngine, LoadEvent, LoadOptions, LoadedModel};
 use crate::llm::LlmError;
 
 #[derive(Debug, thiserror::Error)]
@@ -70,5 +72,28 @@ pub fn find(home: &BurrowHome, query: Option<&str>) -> Result<ModelInfo, ModelsE
     match library::resolve(&query, &found.models)? {
         ResolvedModel::Found(m) => Ok(m.clone()),
         ResolvedModel::Path(p) => Ok(ModelInfo::from_path(&p, ModelSource::Path)?),
+    }
+}
+
+/// Loads `info` on `engine` with `options`, reporting progress from 0 to 1: the one way a
+/// model is loaded, by the app and by the CLI.
+pub fn load(
+    engine: &LlamaEngine,
+    info: ModelInfo,
+    options: &LoadOptions,
+    on_progress: &mut dyn FnMut(f32),
+) -> Result<Arc<LoadedModel>, LlmError> {
+    let mut handle = engine.load_info(info, options)?;
+    loop {
+        match handle.blocking_next() {
+            Some(LoadEvent::Progress(p)) => on_progress(p),
+            Some(LoadEvent::Loaded(m)) => return Ok(m),
+            Some(LoadEvent::Failed(e)) => return Err(e),
+            None => {
+                return Err(LlmError::Worker(
+                    "the loading thread ended without a result".into(),
+                ))
+            }
+        }
     }
 }

@@ -44,28 +44,9 @@ pub struct Settings {
     pub require_plan_done: bool,
     /// Who the agent is, in a line; empty keeps the built-in persona.
     pub persona: String,
-    /// Load settings per model, keyed by the model's file path.
-    pub models: BTreeMap<String, ModelSettings>,
-}
-
-/// A model's load settings; unset fields take the engine's defaults.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ModelSettings {
-    pub context_size: Option<u32>,
-    pub threads: Option<u32>,
-    pub gpu_layers: Option<u32>,
-}
-
-impl ModelSettings {
-    pub fn load_options(&self) -> LoadOptions {
-        LoadOptions {
-            context_size: self.context_size,
-            threads: self.threads,
-            gpu_layers: self.gpu_layers,
-            ..Default::default()
-        }
-    }
+    /// Load settings per model, keyed by the model's file path; unset fields take the
+    /// engine's defaults.
+    pub models: BTreeMap<String, LoadOptions>,
 }
 
 impl Default for Settings {
@@ -198,7 +179,7 @@ impl Settings {
         config
     }
 
-    pub fn model(&self, path: &Path) -> ModelSettings {
+    pub fn model(&self, path: &Path) -> LoadOptions {
         self.models
             .get(&path.to_string_lossy().into_owned())
             .cloned()
@@ -222,7 +203,7 @@ mod tests {
         };
         s.models.insert(
             "/models/a.gguf".into(),
-            ModelSettings {
+            LoadOptions {
                 context_size: Some(8192),
                 ..Default::default()
             },
@@ -233,10 +214,7 @@ mod tests {
             s.model(Path::new("/models/a.gguf")).context_size,
             Some(8192)
         );
-        assert_eq!(
-            s.model(Path::new("/models/b.gguf")),
-            ModelSettings::default()
-        );
+        assert_eq!(s.model(Path::new("/models/b.gguf")), LoadOptions::default());
     }
 
     #[test]

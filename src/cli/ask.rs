@@ -8,20 +8,20 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use burrow::agent::bench::bench_agent;
-use burrow::agent::hooks::{TraceHook, TracingHook};
-use burrow::agent::prompt::{workspace_summary, PromptTemplate};
+use super::models::{load_model, ModelArgs};
+use burrow::agent::hooks::TraceHook;
+use burrow::agent::prompt::PromptTemplate;
 use burrow::agent::protocol::{Protocol, PROTOCOLS};
 use burrow::agent::record::RunStatus;
-use burrow::agent::{Agent, AgentConfig, AgentEvent, RunOutcome};
+use burrow::agent::{AgentConfig, AgentEvent, RunOutcome};
+use burrow::app::App;
 use burrow::config::BurrowHome;
 use burrow::llm::engine::CancelToken;
-use burrow::workspace::Workspace;
 
 #[derive(Args)]
 pub struct AskArgs {
     #[command(flatten)]
-    pub model: crate::ModelArgs,
+    pub model: ModelArgs,
     /// The ReAct dialect: json-typed, json-action, json-finish, text or tool-calls.
     #[arg(long, default_value = "json-typed")]
     pub protocol: String,
@@ -55,7 +55,7 @@ pub struct AskArgs {
     pub task: Option<String>,
 }
 
-fn protocol(name: &str) -> Result<Protocol> {
+pub fn protocol(name: &str) -> Result<Protocol> {
     let Some(protocol) = Protocol::parse_name(name) else {
         let names: Vec<&str> = PROTOCOLS.iter().map(|p| p.as_str()).collect();
         bail!(
@@ -66,69 +66,27 @@ fn protocol(name: &str) -> Result<Protocol> {
     Ok(protocol)
 }
 
-/// `burrow bench --agent`: one run of exactly `steps` steps over the workspace, measured.
-pub fn bench(
-    home: &BurrowHome,
-    model: &crate::ModelArgs,
-    protocol_name: &str,
-    steps: usize,
-    task: &str,
-    json: bool,
-) -> Result<ExitCode> {
-    if steps == 0 {
-        bail!("--steps must be at least 1");
-    }
-    let protocol = protocol(protocol_name)?;
-    let ws = Arc::new(Workspace::open(home)?);
-    let tools = burrow::tools::all_tools(ws.clone())?;
-    let config = AgentConfig {
-        protocol,
-        max_steps: steps,
-        min_steps: steps,
-        task_context: workspace_summary(&ws)?,
-        ..Default::default()
-    };
-    let (model, _engine) = crate::load_model(home, model)?;
-    let agent = Agent::new(&*model, &tools, config)?.with_store(&ws);
-    let report = bench_agent(&agent, task);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{report}");
-    }
-    Ok(if report.status == RunStatus::Error {
-        ExitCode::from(2)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
 pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     let protocol = protocol(&args.protocol)?;
     let prompt = match &args.prompt_template {
         Some(path) => PromptTemplate::from_file(path)?,
         None => PromptTemplate::builtin()?,
     };
-    let ws = Arc::new(Workspace::open(home)?);
-    ws.interrupt_orphaned_runs()
-        .context("checking for interrupted runs")?;
-    let tools = burrow::tools::all_tools(ws.clone())?;
+    // Opening the app marks the runs of processes that died as interrupted.
+    let app = App::open(home.clone())?;
     let mut config = AgentConfig {
         protocol,
         max_steps: args.max_steps,
         min_steps: args.min_steps,
         grammar: !args.no_grammar,
-        task_context: workspace_summary(&ws)?,
+        task_context: app.task_context()?,
         ..Default::default()
     };
     if let Some(p) = &args.persona {
         config.persona = p.clone();
     }
-    let (model, _engine) = crate::load_model(home, &args.model)?;
-    let mut agent = Agent::new(&*model, &tools, config)?
-        .with_prompt(prompt)
-        .with_store(&ws)
-        .with_hook(Arc::new(TracingHook));
+    let (model, _engine) = load_model(home, &args.model)?;
+    let mut agent = app.agent(&*model, config)?.with_prompt(prompt);
     if let Some(path) = &args.trace {
         let hook = TraceHook::create(path)
             .with_context(|| format!("cannot write the trace {}", path.display()))?;

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Subcommand;
 
 use burrow::agent::record::RunRecord;
+use burrow::agent::RunStore;
 use burrow::config::BurrowHome;
 use burrow::workspace::Workspace;
 

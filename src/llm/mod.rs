@@ -3,6 +3,8 @@
 pub mod arch;
 pub mod bench;
 pub mod engine;
+// A scripted model for tests, here and in the shells' tests: not part of the product.
+#[cfg(any(test, feature = "testing"))]
 pub mod fake;
 pub mod gguf;
 pub mod grammar;

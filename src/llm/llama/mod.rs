@@ -59,10 +59,12 @@ pub struct LoadOptions {
     /// Threads for generation (default: the number of CPUs available to this process).
     pub threads: Option<u32>,
     /// Threads for prompt processing (default: same as `threads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub threads_batch: Option<u32>,
     /// Layers offloaded to the GPU (default: all of them when built with a GPU backend).
     pub gpu_layers: Option<u32>,
     /// Tokens per prompt-processing batch (default 512, at most the context size).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_size: Option<u32>,
 }
 

@@ -1,0 +1,85 @@
+//! How a run behaves (`AgentConfig`) and the clock it waits on between tool retries.
+
+use std::time::Duration;
+
+use super::protocol::Protocol;
+use crate::llm::engine::SamplingParams;
+
+/// How a run behaves. `Default` is what `burrow ask` uses.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub protocol: Protocol,
+    pub max_steps: usize,
+    /// Steps taken before a final answer is accepted (0: from the first). Small models tend
+    /// to answer before they have searched; this makes them look first.
+    pub min_steps: usize,
+    /// Decode every step under the protocol's grammar.
+    pub grammar: bool,
+    pub persona: String,
+    /// What the model is told about the workspace up front.
+    pub task_context: String,
+    pub sampling: SamplingParams,
+    /// Tokens one step may write. Under a grammar, every string and list of a step is bounded
+    /// (a thought, an answer, a plan), and the default leaves room for the longest such step
+    /// a small model stuck in a loop writes, so steps end by the grammar, not by this limit.
+    pub max_step_tokens: usize,
+    /// A final answer is refused while the plan has items neither completed nor cancelled.
+    pub require_plan_done: bool,
+    /// With more tools than this, a run starts with the meta-tools only.
+    pub toolbelt_threshold: usize,
+    /// The same call this many times is not run again.
+    pub repeat_limit: usize,
+    /// Characters of one observation the model reads at most. With a small context window
+    /// the cap is lower: an observation takes at most an eighth of the window (at about four
+    /// characters a token), so a few steps still fit before summarizing.
+    pub max_observation_chars: usize,
+    /// Tries of a tool call that fails transiently, the first included.
+    pub tool_attempts: u32,
+    /// The first wait between tries; each next one is twice as long.
+    pub retry_base: Duration,
+    /// Past this share of the context window, older steps are summarized.
+    pub summarize_at: f64,
+    /// Messages kept verbatim when summarizing.
+    pub keep_recent_messages: usize,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            protocol: Protocol::JsonTyped,
+            max_steps: 12,
+            min_steps: 0,
+            grammar: true,
+            persona: super::prompt::DEFAULT_PERSONA.to_string(),
+            task_context: String::new(),
+            // Greedy, for reproducible runs, with a light repetition penalty: small models
+            // otherwise fall into loops inside a string ("todo_list_todo_list_...").
+            sampling: SamplingParams {
+                repeat_penalty: 1.15,
+                ..SamplingParams::greedy()
+            },
+            max_step_tokens: 1024,
+            require_plan_done: true,
+            toolbelt_threshold: 12,
+            repeat_limit: 3,
+            max_observation_chars: 3000,
+            tool_attempts: 3,
+            retry_base: Duration::from_millis(200),
+            summarize_at: 0.7,
+            keep_recent_messages: 10,
+        }
+    }
+}
+
+/// Time as the loop sees it: the real clock, or a fake one in tests of retries and backoff.
+pub trait Clock: Send + Sync {
+    fn sleep(&self, d: Duration);
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d);
+    }
+}

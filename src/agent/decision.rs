@@ -1,0 +1,179 @@
+//! What a step decided, carried out: a final answer (refused too early, or while the plan is
+//! open) or a tool call (through the hooks and the loop guard); then the step is recorded with
+//! its observation, kept, and replayed in the next prompt.
+
+use super::events::{AgentError, AgentEvent};
+use super::hooks::ToolVerdict;
+use super::prompt::Turn;
+use super::protocol::{Action, FinalStatus};
+use super::record::{ActionRecord, RunStatus, StepRecord};
+use super::run::{Agent, Next};
+use super::state::{plan_text, RunState};
+
+impl Agent<'_> {
+    /// A final answer: taken, or refused with the reason as the observation.
+    pub(super) fn answer(
+        &self,
+        state: &mut RunState,
+        mut record: StepRecord,
+        mut notes: Vec<String>,
+        (answer, status): (String, FinalStatus),
+        allow_final: bool,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<Next, AgentError> {
+        let refusal = if !allow_final {
+            Some((
+                format!(
+                    "The final answer was refused: search the workspace first. This was step \
+                     {} of at least {} before answering.",
+                    record.index + 1,
+                    self.config.min_steps
+                ),
+                "final answer refused: too early",
+            ))
+        } else {
+            let open = state.plan.unfinished();
+            (self.config.require_plan_done && status == FinalStatus::Completed && !open.is_empty())
+                .then(|| {
+                    let list: Vec<String> = open
+                        .iter()
+                        .map(|i| format!("{} ({}: {})", i.id, i.status.as_str(), i.title))
+                        .collect();
+                    (
+                        format!(
+                            "The final answer was refused: the plan still has open items: {}. \
+                             Finish them, or mark them completed or cancelled, then answer.",
+                            list.join("; ")
+                        ),
+                        "final answer refused: the plan has open items",
+                    )
+                })
+        };
+        if let Some((message, error)) = refusal {
+            notes.push(message);
+            record.final_answer = None;
+            record.error = Some(error.into());
+            let text = notes.join("\n");
+            return self.finish_step(state, record, None, Some((text, true)), on_event);
+        }
+        if let Some(reason) = self
+            .hooks
+            .stop_reason(|h| h.on_final(&self.hook_context(state), &answer))
+        {
+            return Ok(Next::stopped_by_hook(reason));
+        }
+        record.final_answer = Some(answer.clone());
+        self.finish_step(state, record, None, None, on_event)?;
+        Ok(Next::End {
+            status: match status {
+                FinalStatus::Completed => RunStatus::Succeeded,
+                FinalStatus::Failed => RunStatus::Failed,
+                FinalStatus::Blocked => RunStatus::Blocked,
+            },
+            answer: Some(answer),
+            error: None,
+        })
+    }
+
+    /// A tool call: asked of the hooks, run, and its result (with any notes) observed.
+    pub(super) fn call(
+        &self,
+        state: &mut RunState,
+        mut record: StepRecord,
+        notes: Vec<String>,
+        mut action: Action,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<Next, AgentError> {
+        let verdict = self
+            .hooks
+            .before_tool(&self.hook_context(state), &mut action);
+        record.action = Some(ActionRecord {
+            tool: action.tool.clone(),
+            args: action.args.clone(),
+        });
+        match verdict {
+            ToolVerdict::Allow | ToolVerdict::Rewrite(_) => {}
+            ToolVerdict::Deny(message) => {
+                record.error = Some(format!("denied: {message}"));
+                let text = [notes, vec![message]].concat().join("\n");
+                return self.finish_step(
+                    state,
+                    record,
+                    Some(&action),
+                    Some((text, true)),
+                    on_event,
+                );
+            }
+            ToolVerdict::Stop(reason) => return Ok(Next::stopped_by_hook(reason)),
+        }
+        on_event(AgentEvent::Action {
+            index: record.index,
+            tool: action.tool.clone(),
+            args: action.args.clone(),
+        });
+        let acted = self.act(state, &action, on_event);
+        record.tool_ms = acted.tool_ms;
+        record.error = acted.error.clone();
+        if let Some(reason) = self
+            .hooks
+            .stop_reason(|h| h.after_tool(&self.hook_context(state), &action, &acted.text))
+        {
+            return Ok(Next::stopped_by_hook(reason));
+        }
+        let mut text = acted.text;
+        if !notes.is_empty() {
+            text = format!("{text}\n{}", notes.join("\n"));
+        }
+        let error = acted.error.is_some();
+        self.finish_step(state, record, Some(&action), Some((text, error)), on_event)
+    }
+
+    /// Records the step with its observation (and whether that is an error), keeps it, and
+    /// adds its turn to the prompt.
+    pub(super) fn finish_step(
+        &self,
+        state: &mut RunState,
+        mut record: StepRecord,
+        action: Option<&Action>,
+        observed: Option<(String, bool)>,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<Next, AgentError> {
+        if let Some((text, error)) = observed {
+            record.observation = Some(text.clone());
+            on_event(AgentEvent::Observation {
+                index: record.index,
+                text,
+                error,
+            });
+        }
+        record.todos = state.plan.items().to_vec();
+        if let (Some(store), Some(h)) = (self.store, &state.handle) {
+            store.save_step(h, &record)?;
+        }
+        on_event(AgentEvent::StepFinished {
+            step: Box::new(record.clone()),
+        });
+        // The toolbelt may have changed in this step: the observation shows the tools as
+        // they are now.
+        let specs = self.visible_specs(&state.active);
+        let observation = self.prompt.observation(
+            &self.vars(&specs),
+            record.observation.as_deref().unwrap_or(""),
+            &plan_text(&state.plan),
+        )?;
+        state.turns.push(Turn {
+            output: record.output.clone(),
+            thought: record.thought.clone(),
+            call: action.map(|a| (a.tool.clone(), a.args.clone())),
+            observation,
+        });
+        let stop = self
+            .hooks
+            .stop_reason(|h| h.on_step(&self.hook_context(state), &record));
+        state.steps.push(record);
+        Ok(match stop {
+            Some(reason) => Next::stopped_by_hook(reason),
+            None => Next::Continue,
+        })
+    }
+}

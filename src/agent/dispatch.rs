@@ -1,0 +1,192 @@
+//! Running the call a step decided on: the loop guard (no failed call again, no call more than
+//! `repeat_limit` times, a repeated result said once), the meta-tools over the run's state,
+//! and registered tools with retries of transient failures.
+
+use std::time::Instant;
+
+use super::events::AgentEvent;
+use super::meta::{self, MetaContext};
+use super::protocol::Action;
+use super::run::Agent;
+use super::state::{call_key, CallMemo, RunState};
+use crate::tools::{ToolError, ToolOutput, ToolSpec};
+
+/// A call as it was run: the observation, the error when it failed, and the tool's time.
+pub(super) struct Acted {
+    pub text: String,
+    pub error: Option<String>,
+    pub tool_ms: f64,
+}
+
+impl Agent<'_> {
+    /// The tools the model sees: the active ones, and the meta-tools the protocol needs.
+    pub(super) fn visible_specs(&self, active: &[String]) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = active.iter().filter_map(|n| self.tools.spec(n)).collect();
+        let all = self.tools.names();
+        if all.len() > self.config.toolbelt_threshold {
+            specs.extend(meta::toolbelt_specs(&all, active));
+        }
+        if !self.config.protocol.has_plan_field() {
+            specs.push(meta::todo_write_spec());
+        }
+        if self.config.protocol.answers_with_tool() {
+            specs.push(meta::final_answer_spec());
+        }
+        specs
+    }
+
+    /// Runs a call through the loop guard: a meta-tool, or a registered tool with retries.
+    pub(super) fn act(
+        &self,
+        state: &mut RunState,
+        action: &Action,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Acted {
+        let started = Instant::now();
+        let (text, error) = self.guarded(state, action, on_event);
+        Acted {
+            text,
+            error,
+            tool_ms: started.elapsed().as_secs_f64() * 1000.0,
+        }
+    }
+
+    fn guarded(
+        &self,
+        state: &mut RunState,
+        action: &Action,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> (String, Option<String>) {
+        let key = call_key(&action.tool, &action.args);
+        // The loop guard: no call is repeated after it failed, nor more than `repeat_limit`
+        // times; the model is told what it already learned instead.
+        if let Some(error) = state.failed.get(&key) {
+            let text = format!(
+                "You already called {} with these arguments and it failed: {error}. Do not \
+                 repeat it: change the arguments or try another tool.",
+                action.tool
+            );
+            return (text, Some("repeated a failed call".into()));
+        }
+        if let Some(memo) = state.calls.get(&key) {
+            if memo.count >= self.config.repeat_limit {
+                let n = memo.count;
+                // The result is quoted only when a summary took it out of the prompt: every
+                // token quoted again is evaluated again.
+                let learned = if state.shows_step(memo.step) {
+                    "What it returned is above.".to_string()
+                } else {
+                    let quoted: String = memo.result.chars().take(600).collect();
+                    format!("What it returned: {quoted}")
+                };
+                let text = format!(
+                    "You are repeating yourself: {} was called with these arguments {n} times \
+                     already. {learned}\nUse that, or do something else.",
+                    action.tool
+                );
+                return (text, Some("repeated call".into()));
+            }
+        }
+        match self.call_tool(state, action, on_event) {
+            Ok(text) => {
+                let text = cap(&text, self.observation_chars());
+                let step = state.steps.len();
+                let shown = state
+                    .calls
+                    .get(&key)
+                    .is_some_and(|m| m.result == text && state.shows_step(m.step));
+                let memo = state.calls.entry(key).or_insert(CallMemo {
+                    count: 0,
+                    result: String::new(),
+                    step,
+                });
+                memo.count += 1;
+                // The same result, still in the prompt: said once is enough.
+                if shown {
+                    let same = format!(
+                        "The same result as the last time {} was called with these \
+                         arguments (above).",
+                        action.tool
+                    );
+                    return (same, None);
+                }
+                memo.result = text.clone();
+                memo.step = step;
+                (text, None)
+            }
+            Err(e) => {
+                let message = e.to_string();
+                if !e.is_retryable() {
+                    state.failed.insert(key, message.clone());
+                }
+                (format!("Error: {message}"), Some(message))
+            }
+        }
+    }
+
+    fn call_tool(
+        &self,
+        state: &mut RunState,
+        action: &Action,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<String, ToolError> {
+        let plan_tool = !self.config.protocol.has_plan_field();
+        let mut cx = MetaContext {
+            state,
+            tools: self.tools,
+            on_event,
+        };
+        if let Some(result) = meta::call(&action.tool, &action.args, plan_tool, &mut cx) {
+            return result;
+        }
+        let name = action.tool.as_str();
+        if !state.active.iter().any(|n| n == name) {
+            let visible: Vec<String> = self
+                .visible_specs(&state.active)
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
+            let hint = if state.toolbelt && self.tools.spec(name).is_some() {
+                format!(" (add it first with {})", meta::TOOLBELT_ADD)
+            } else {
+                String::new()
+            };
+            return Err(ToolError::NotFound(format!(
+                "no tool named {name:?} is available{hint}; the tools are: {}",
+                visible.join(", ")
+            )));
+        }
+        let args = serde_json::Value::Object(action.args.clone());
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.tools.call(name, args.clone()) {
+                Ok(ToolOutput { text, .. }) => return Ok(text),
+                Err(e) if e.is_retryable() && attempt < self.config.tool_attempts => {
+                    self.clock
+                        .sleep(self.config.retry_base * 2u32.pow(attempt - 1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The characters an observation may take (see `AgentConfig::max_observation_chars`).
+    fn observation_chars(&self) -> usize {
+        let window = self.model.descriptor().context_length;
+        if window == 0 {
+            return self.config.max_observation_chars;
+        }
+        self.config.max_observation_chars.min(window / 2)
+    }
+}
+
+/// At most `max` characters, with a note saying how much was cut.
+fn cap(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}\n[cut: {max} of {total} characters shown]")
+}

@@ -1,0 +1,102 @@
+//! What a run reports (`AgentEvent`, one tagged enum streamed to both shells), how it ended
+//! (`RunOutcome`), and Burrow's own failures that end it (`AgentError`).
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::prompt::PromptError;
+use super::record::{RunStatus, StepRecord};
+use super::todo::TodoItem;
+use crate::llm::engine::LlmError;
+use crate::llm::grammar::GrammarError;
+use crate::workspace::WorkspaceError;
+
+/// What a run reports as it goes: one tagged enum, streamed to the CLI and the desktop app.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    RunStarted {
+        run_id: Option<i64>,
+        task: String,
+        protocol: String,
+        model: String,
+    },
+    StepStarted {
+        index: usize,
+    },
+    Token {
+        index: usize,
+        text: String,
+    },
+    /// The thought as the model writes it, piece by piece (`Thought` follows with all of it).
+    ThoughtDelta {
+        index: usize,
+        text: String,
+    },
+    Thought {
+        index: usize,
+        text: String,
+    },
+    Action {
+        index: usize,
+        tool: String,
+        args: Map<String, Value>,
+    },
+    Observation {
+        index: usize,
+        text: String,
+        error: bool,
+    },
+    TodoChanged {
+        items: Vec<TodoItem>,
+    },
+    /// The step as recorded and kept: its tokens, cache reuse and timings, after its
+    /// observation and before the next step starts.
+    StepFinished {
+        step: Box<StepRecord>,
+    },
+    ContextSummarized {
+        summary: String,
+        messages_folded: usize,
+        /// The model's time writing the summary.
+        model_ms: f64,
+    },
+    Final {
+        answer: String,
+        status: RunStatus,
+    },
+    Error {
+        message: String,
+    },
+}
+
+/// Burrow's own failures: they end the run.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Model(#[from] LlmError),
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error("the step grammar cannot be built: {0}")]
+    Grammar(#[from] GrammarError),
+    #[error(transparent)]
+    Store(#[from] WorkspaceError),
+    /// The prompt does not fit even with what could be summarized folded: the instructions, the
+    /// tools' descriptions and the task alone outgrow the window. Only a larger context helps.
+    #[error(
+        "the agent's prompt needs {needed} tokens but the model's context holds {available}, \
+         with older steps summarized where there were any: load the model with a larger context \
+         size"
+    )]
+    ContextTooSmall { needed: usize, available: usize },
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    pub run_id: Option<i64>,
+    pub status: RunStatus,
+    pub final_answer: Option<String>,
+    pub error: Option<String>,
+    pub steps: Vec<StepRecord>,
+}

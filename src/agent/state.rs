@@ -1,0 +1,99 @@
+//! What a run carries from step to step: the task, the turns the prompt replays, the plan, the
+//! steps taken, the toolbelt and the calls made (for the loop guard).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::events::AgentEvent;
+use super::prompt::Turn;
+use super::protocol::TodoChange;
+use super::record::StepRecord;
+use super::store::RunHandle;
+use super::todo::{TodoError, TodoList};
+
+pub(super) struct RunState {
+    pub task: String,
+    pub turns: Vec<Turn>,
+    pub summary: Option<String>,
+    pub plan: TodoList,
+    pub steps: Vec<StepRecord>,
+    /// Tools in the toolbelt (all of them when the toolbelt is off).
+    pub active: Vec<String>,
+    pub toolbelt: bool,
+    /// Calls made, by tool and arguments.
+    pub calls: HashMap<String, CallMemo>,
+    /// Calls that failed, by tool and arguments, with their error.
+    pub failed: HashMap<String, String>,
+    pub handle: Option<RunHandle>,
+    /// The system message, rendered at the first step and then kept: it starts every prompt,
+    /// so it must not change for the KV cache to be reused. Tools the toolbelt adds later are
+    /// described in the observation that adds them.
+    pub system: Option<String>,
+}
+
+/// A call the run made, for the loop guard and for results it need not show twice.
+pub(super) struct CallMemo {
+    pub count: usize,
+    /// The last result, as the model was shown it.
+    pub result: String,
+    /// The step whose observation shows that result in full.
+    pub step: usize,
+}
+
+impl RunState {
+    pub fn new(task: &str, active: Vec<String>, toolbelt: bool, handle: Option<RunHandle>) -> Self {
+        RunState {
+            task: task.to_string(),
+            turns: Vec::new(),
+            summary: None,
+            plan: TodoList::new(),
+            steps: Vec::new(),
+            active,
+            toolbelt,
+            calls: HashMap::new(),
+            failed: HashMap::new(),
+            handle,
+            system: None,
+        }
+    }
+
+    /// Whether a step's observation is still in the prompt: summaries fold the older ones.
+    pub fn shows_step(&self, step: usize) -> bool {
+        step >= self.steps.len().saturating_sub(self.turns.len()) && step < self.steps.len()
+    }
+
+    /// Changes the plan, checked whole: a bad change leaves it as it was.
+    pub fn change_plan(
+        &mut self,
+        change: &TodoChange,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<(), TodoError> {
+        match change {
+            TodoChange::Patch(p) => self.plan.apply_patch(p)?,
+            TodoChange::Write(w) => self.plan.apply_write(w)?,
+        }
+        on_event(AgentEvent::TodoChanged {
+            items: self.plan.items().to_vec(),
+        });
+        Ok(())
+    }
+
+    pub fn run_id(&self) -> Option<i64> {
+        self.handle.as_ref().map(|h| h.id)
+    }
+}
+
+/// The loop guard's key for a call: the tool and its arguments.
+pub(super) fn call_key(tool: &str, args: &Map<String, Value>) -> String {
+    format!("{tool}\u{0}{}", Value::Object(args.clone()))
+}
+
+/// The plan as an observation shows it: nothing until there is one.
+pub(super) fn plan_text(plan: &TodoList) -> String {
+    if plan.is_empty() {
+        String::new()
+    } else {
+        plan.render()
+    }
+}

@@ -1,0 +1,117 @@
+//! `burrow bench`: the engine's prefill, decode, grammar, cache-reuse and depth measurements,
+//! or (`--agent`) one agent run over the workspace, measured step by step.
+
+use std::process::ExitCode;
+
+use anyhow::{anyhow, bail, Result};
+use clap::Args;
+
+use super::models::{find_model, load_model, ModelArgs};
+use burrow::agent::bench::bench_agent;
+use burrow::agent::record::RunStatus;
+use burrow::agent::AgentConfig;
+use burrow::app::App;
+use burrow::config::BurrowHome;
+use burrow::llm::bench::{run_bench, BenchOptions, BenchTests};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Repetitions of each measurement (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    repetitions: usize,
+    /// Which measurements: a comma-separated list of prefill, decode, grammar, reuse, depth
+    /// (the first token of 48 new tokens behind 0, 700, 1600 and 2600 cached ones, with and
+    /// without prefill padding).
+    #[arg(long, default_value = "prefill,decode,grammar,reuse")]
+    tests: String,
+    /// Sampling temperature for the grammar measurement (0 = greedy).
+    #[arg(long, default_value_t = 0.0)]
+    grammar_temperature: f32,
+    /// Benchmark the agent instead: one run over the workspace, held to --steps steps, with
+    /// each step's KV-cache reuse and time to first token, and where the time went.
+    #[arg(long)]
+    agent: bool,
+    /// Steps of the agent run.
+    #[arg(long, default_value_t = 12, requires = "agent")]
+    steps: usize,
+    /// The agent's protocol.
+    #[arg(long, default_value = "json-typed", requires = "agent")]
+    protocol: String,
+    /// The agent's task.
+    #[arg(long, default_value = AGENT_BENCH_TASK, requires = "agent")]
+    task: String,
+    #[arg(long)]
+    json: bool,
+}
+
+/// A task that keeps an agent searching: code, commits and issues, each to be cited.
+const AGENT_BENCH_TASK: &str = "Survey how errors are handled in this workspace: find the error \
+     types in the code, the issues that report crashes, and the commits that fixed them. Cite \
+     file:line, issue numbers and commit hashes.";
+
+pub fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
+    if args.agent {
+        return bench_agent_run(
+            home,
+            &args.model,
+            &args.protocol,
+            args.steps,
+            &args.task,
+            args.json,
+        );
+    }
+    let info = find_model(home, args.model.model.as_deref())?;
+    let report = run_bench(
+        &info.path,
+        &BenchOptions {
+            load: args.model.load_options(),
+            repetitions: args.repetitions.max(1),
+            tests: BenchTests::parse(&args.tests).map_err(|e| anyhow!("--tests: {e}"))?,
+            grammar_temperature: args.grammar_temperature,
+        },
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `burrow bench --agent`: one run of exactly `steps` steps over the workspace, measured.
+fn bench_agent_run(
+    home: &BurrowHome,
+    model: &ModelArgs,
+    protocol_name: &str,
+    steps: usize,
+    task: &str,
+    json: bool,
+) -> Result<ExitCode> {
+    if steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    let protocol = super::ask::protocol(protocol_name)?;
+    let app = App::open(home.clone())?;
+    let config = AgentConfig {
+        protocol,
+        max_steps: steps,
+        min_steps: steps,
+        task_context: app.task_context()?,
+        ..Default::default()
+    };
+    let (model, _engine) = load_model(home, model)?;
+    let agent = app.agent(&*model, config)?;
+    let report = bench_agent(&agent, task);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    Ok(if report.status == RunStatus::Error {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,302 @@
+//! `burrow models`: list, inspect and add folders of models; and loading a model for the
+//! commands that need one, with progress on a terminal.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use burrow::config::BurrowHome;
+use burrow::llm::engine::human_bytes;
+use burrow::llm::library::{self, ModelInfo};
+use burrow::llm::llama::MemoryEstimate;
+use burrow::llm::{LlamaEngine, LoadOptions, LoadedModel};
+
+#[derive(Subcommand)]
+pub enum ModelsCommand {
+    /// Every GGUF model found on this machine.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Details of one model, by name, catalogue id, file name or path.
+    Info {
+        model: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search another folder for models (saved in $BURROW_HOME/config.json).
+    AddDir {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop searching a folder added with add-dir.
+    RemoveDir {
+        path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+pub struct ModelArgs {
+    /// Model name, catalogue id, file name or path (default: the catalogue's default model).
+    #[arg(long, short)]
+    pub model: Option<String>,
+    /// Context size in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub ctx: Option<u32>,
+    /// CPU threads.
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Layers to offload to the GPU (GPU builds).
+    #[arg(long, value_name = "N")]
+    pub gpu_layers: Option<u32>,
+}
+
+impl ModelArgs {
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            context_size: self.ctx,
+            threads: self.threads,
+            gpu_layers: self.gpu_layers,
+            ..Default::default()
+        }
+    }
+}
+
+pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
+    match command {
+        ModelsCommand::List { json } => models_list(home, json),
+        ModelsCommand::Info { model, json } => models_info(home, &model, json),
+        ModelsCommand::AddDir { path, json } => models_dir(home, &path, true, json),
+        ModelsCommand::RemoveDir { path, json } => models_dir(home, &path, false, json),
+    }
+}
+
+fn discover(home: &BurrowHome) -> Result<library::Discovery> {
+    Ok(burrow::app::models::discover(home)?)
+}
+
+fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
+    let found = discover(home)?;
+    for p in &found.problems {
+        eprintln!("warning: skipped {}", p.error);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&found.models)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if found.models.is_empty() {
+        println!("No models found. Fetch the default one with: python3 models/fetch.py");
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<40} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} PATH",
+        "NAME", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "TEMPLATE", "FOUND IN"
+    );
+    for m in &found.models {
+        println!(
+            "{:<40} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} {}",
+            truncate(&m.name, 40),
+            truncate(&m.architecture, 10),
+            m.parameters_label(),
+            m.quantization,
+            human_bytes(m.file_size),
+            m.context_length
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "?".into()),
+            if m.has_chat_template { "yes" } else { "chatml" },
+            m.source.label(),
+            m.path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+pub fn find_model(home: &BurrowHome, query: Option<&str>) -> Result<ModelInfo> {
+    Ok(burrow::app::models::find(home, query)?)
+}
+
+fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
+    let found = find_model(home, Some(query))?;
+    // Timed on its own: reading and validating this model's header (and its split parts).
+    let started = std::time::Instant::now();
+    let info = ModelInfo::from_path(&found.path, found.source)?;
+    let metadata_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let info = ModelInfo {
+        name: found.name,
+        ..info
+    };
+    let header = burrow::llm::gguf::GgufHeader::read(&info.path)?;
+    let opts = LoadOptions::default().resolve(&info)?;
+    let estimate = MemoryEstimate::for_model(&info, &opts);
+    if json {
+        let metadata: serde_json::Map<String, serde_json::Value> = header
+            .metadata
+            .iter()
+            .filter(|(k, _)| k != "tokenizer.chat_template")
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.to_string())))
+            .collect();
+        let mut out = serde_json::to_value(&info)?;
+        if let Some(o) = out.as_object_mut() {
+            o.insert("gguf_version".into(), header.version.into());
+            o.insert("tensor_count".into(), header.tensors.len().into());
+            o.insert(
+                "chat_template".into(),
+                header.get_str("tokenizer.chat_template").into(),
+            );
+            o.insert("metadata".into(), metadata.into());
+            o.insert("default_context".into(), opts.context_size.into());
+            o.insert("memory_estimate".into(), serde_json::to_value(estimate)?);
+            o.insert("metadata_ms".into(), metadata_ms.into());
+        }
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("name:              {}", info.name);
+    println!("path:              {}", info.path.display());
+    println!("found in:          {}", info.source.label());
+    println!(
+        "architecture:      {}{}",
+        info.architecture,
+        if info.supported {
+            ""
+        } else {
+            " (not supported by this build)"
+        }
+    );
+    println!(
+        "parameters:        {} ({})",
+        info.parameters_label(),
+        info.parameters
+    );
+    println!("quantization:      {}", info.quantization);
+    println!(
+        "file size:         {}{}",
+        human_bytes(info.file_size),
+        if info.split_count > 1 {
+            format!(" in {} files", info.split_count)
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "trained context:   {}",
+        info.context_length
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "unknown".into())
+    );
+    println!(
+        "chat template:     {}",
+        if info.has_chat_template {
+            "yes"
+        } else {
+            "none (ChatML is used)"
+        }
+    );
+    if let Some(l) = &info.licence {
+        println!("licence:           {l}");
+    }
+    println!("gguf version:      {}", header.version);
+    println!("header read in:    {metadata_ms:.1} ms");
+    println!("tensors:           {}", header.tensors.len());
+    println!(
+        "memory at {} ctx: {} (weights {}, KV cache {}, compute {})",
+        opts.context_size,
+        human_bytes(estimate.total()),
+        human_bytes(estimate.weights),
+        human_bytes(estimate.kv_cache),
+        human_bytes(estimate.compute)
+    );
+    println!("metadata:");
+    for (k, v) in &header.metadata {
+        if k == "tokenizer.chat_template" {
+            continue;
+        }
+        let text = v.to_string();
+        println!("  {k} = {}", truncate(&text, 100));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Adds or removes a model folder in the configuration.
+fn models_dir(home: &BurrowHome, path: &Path, add: bool, json: bool) -> Result<ExitCode> {
+    let mut config = home.load_config()?;
+    let changed = if add {
+        let dir = std::fs::canonicalize(path)
+            .with_context(|| format!("{}: no such folder", path.display()))?;
+        if !dir.is_dir() {
+            bail!("{}: not a folder", path.display());
+        }
+        let new = !config.model_dirs.contains(&dir);
+        if new {
+            config.model_dirs.push(dir);
+        }
+        new
+    } else {
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let before = config.model_dirs.len();
+        config.model_dirs.retain(|d| d != path && *d != canonical);
+        config.model_dirs.len() != before
+    };
+    if changed {
+        config.save(&home.config_path())?;
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "changed": changed,
+                "model_dirs": config.model_dirs,
+            }))?
+        );
+    } else {
+        let what = match (add, changed) {
+            (true, true) => "added",
+            (true, false) => "already listed",
+            (false, true) => "removed",
+            (false, false) => "was not listed",
+        };
+        println!("{}: {what}", path.display());
+        for d in &config.model_dirs {
+            println!("  {}", d.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Loads a model, showing progress on a terminal.
+pub fn load_model(home: &BurrowHome, args: &ModelArgs) -> Result<(Arc<LoadedModel>, LlamaEngine)> {
+    let info = find_model(home, args.model.as_deref())?;
+    let engine = LlamaEngine::new()?;
+    let tty = std::io::stderr().is_terminal();
+    let name = info.name.clone();
+    let loaded = burrow::app::models::load(&engine, info, &args.load_options(), &mut |p| {
+        if tty {
+            eprint!("\rloading {name} {:>3.0}%", p * 100.0);
+        }
+    });
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let model = loaded?;
+    if model.uses_fallback_template() {
+        eprintln!("note: {name} has no chat template; using ChatML");
+    }
+    Ok((model, engine))
+}
