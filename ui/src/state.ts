@@ -1,47 +1,33 @@
-// The view state and the pure reducer from the shell's events to it. Nothing here touches the
-// DOM: the renderer compares objects by identity, so a reducer that replaces only what changed
-// (the one step a token belongs to, not the other 499) keeps a long trace cheap to update.
+// The whole UI state and the pure reducer to it: the shell's events (`AppEvent`, mirroring the
+// core) and the page's own actions (`UiAction`: the screen shown, the lists read from the core,
+// notices, a run started or reopened here). Nothing here touches the DOM: the renderer compares
+// objects by identity, so a reducer that replaces only what changed (the one step a token
+// belongs to, not the other 499) keeps a long trace cheap to update. A run's own view and its
+// reduction are in run-view.ts.
 
+import { newRun, reduceRun, runFromRecord, type RunView } from "./run-view";
 import type {
   AppEvent,
+  AppInfo,
+  Discovery,
   IndexReport,
   ModelStatus,
+  RepoStatus,
   RunRecord,
-  RunStatus,
-  StepRecord,
-  TodoItem,
+  Settings,
 } from "./types";
 
-export interface StepView {
-  index: number;
-  /// The raw output as it streams in (shown until the step is parsed).
-  output: string;
-  thought: string;
-  action: { tool: string; args: Record<string, unknown> } | null;
-  observation: { text: string; error: boolean } | null;
-  finalAnswer: string | null;
-  /// The step's kept record: tokens, cache reuse and timings (set when the step is done).
-  record: StepRecord | null;
-  done: boolean;
-}
-
-export interface RunView {
-  runId: number | null;
-  task: string;
-  protocol: string;
-  model: string;
-  status: RunStatus;
-  steps: StepView[];
-  todos: TodoItem[];
-  /// Ids of the plan items the last change added or altered (animated once).
-  todoChanged: string[];
-  finalAnswer: string | null;
-  error: string | null;
-  /// Context summaries, with the step count when each happened.
-  summaries: { afterStep: number; text: string; folded: number }[];
-  /// Reopened from history rather than live.
-  fromHistory: boolean;
-}
+export {
+  canResume,
+  emptyStep,
+  isLive,
+  runFromRecord,
+  stepFromRecord,
+  stepStats,
+  type RunView,
+  type StepStats,
+  type StepView,
+} from "./run-view";
 
 export interface IndexView {
   source: string;
@@ -61,159 +47,84 @@ export interface ModelView {
   error: { model: string; message: string } | null;
 }
 
+export type Screen = "run" | "models" | "workspace" | "history" | "settings";
+
+/// A message from a command that failed outside any stream, or a confirmation.
+export interface Notice {
+  id: number;
+  text: string;
+  error: boolean;
+}
+
 export interface State {
   run: RunView | null;
   model: ModelView;
   /// Indexing jobs by source, newest last.
   indexing: IndexView[];
+  /// The screen shown.
+  screen: Screen;
+  /// What the shell said of itself at start (null until it answered, or if it failed).
+  info: AppInfo | null;
+  /// The models found, as last read (null until the Models screen read them).
+  discovery: Discovery | null;
+  /// The workspace's sources, as last read.
+  repos: RepoStatus[];
+  /// The kept runs, as last read (the History screen).
+  runs: RunRecord[];
+  /// The settings, as last read or saved (null until read).
+  settings: Settings | null;
+  /// Shown until dismissed (errors) or for a few seconds (confirmations), oldest first.
+  notices: Notice[];
+  /// The id the last notice was given (ids are never reused).
+  lastNoticeId: number;
 }
 
 export const initialState: State = {
   run: null,
   model: { current: null, loading: null, error: null },
   indexing: [],
+  screen: "run",
+  info: null,
+  discovery: null,
+  repos: [],
+  runs: [],
+  settings: null,
+  notices: [],
+  lastNoticeId: 0,
 };
 
-export function emptyStep(index: number): StepView {
-  return {
-    index,
-    output: "",
-    thought: "",
-    action: null,
-    observation: null,
-    finalAnswer: null,
-    record: null,
-    done: false,
-  };
-}
+/// The page's own actions: what it learnt from a command's answer or the user did. Applied at
+/// once (not queued for the next frame as the shell's events are).
+export type UiAction =
+  | { kind: "ui_screen"; screen: Screen }
+  | { kind: "ui_info"; info: AppInfo | null }
+  | { kind: "ui_discovery"; discovery: Discovery }
+  | { kind: "ui_repos"; repos: RepoStatus[] }
+  | { kind: "ui_runs"; runs: RunRecord[] }
+  | { kind: "ui_settings"; settings: Settings | null }
+  | { kind: "ui_notice"; text: string; error: boolean }
+  | { kind: "ui_dismiss"; id: number }
+  /// A run the user just started here, before the shell's first event.
+  | { kind: "ui_start_run"; task: string }
+  /// A kept run shown (from History), or continued from its last step.
+  | { kind: "ui_open_run"; record: RunRecord }
+  | { kind: "ui_resume_run"; record: RunRecord }
+  /// The run view emptied (the UI benchmark, between cases).
+  | { kind: "ui_clear_run" }
+  /// The model in use was unloaded at the user's request.
+  | { kind: "ui_unloaded" };
+
+/// Everything the reducer applies.
+export type Action = AppEvent | UiAction;
 
 /// A run the user just started, before the shell's first event.
 export function startRun(state: State, task: string): State {
-  return {
-    ...state,
-    run: {
-      runId: null,
-      task,
-      protocol: "",
-      model: state.model.current?.name ?? "",
-      status: "running",
-      steps: [],
-      todos: [],
-      todoChanged: [],
-      finalAnswer: null,
-      error: null,
-      summaries: [],
-      fromHistory: false,
-    },
-  };
+  return { ...state, run: newRun(task, state.model.current?.name ?? "") };
 }
 
-/// A run from the database, as the same view a live run has.
-export function runFromRecord(record: RunRecord): RunView {
-  const steps = record.steps.map(stepFromRecord);
-  const last = record.steps[record.steps.length - 1];
-  return {
-    runId: record.id,
-    task: record.task,
-    protocol: record.protocol,
-    model: record.model ?? "",
-    status: record.status,
-    steps,
-    todos: last ? last.todos : [],
-    todoChanged: [],
-    finalAnswer: record.final_answer,
-    error: record.error,
-    summaries: [],
-    fromHistory: true,
-  };
-}
-
-export function stepFromRecord(r: StepRecord): StepView {
-  return {
-    index: r.index,
-    output: r.output,
-    thought: r.thought,
-    action: r.action,
-    observation: r.observation === null ? null : { text: r.observation, error: r.error !== null },
-    finalAnswer: r.final_answer,
-    record: r,
-    done: true,
-  };
-}
-
-function withStep(run: RunView, index: number, f: (s: StepView) => StepView): RunView {
-  const steps = run.steps.slice();
-  let at = steps.length - 1;
-  // Events almost always belong to the last step; search back only when they do not.
-  while (at >= 0 && steps[at].index !== index) at--;
-  if (at < 0) {
-    steps.push(f(emptyStep(index)));
-  } else {
-    steps[at] = f(steps[at]);
-  }
-  return { ...run, steps };
-}
-
-function changedTodos(before: TodoItem[], after: TodoItem[]): string[] {
-  const old = new Map(before.map((t) => [t.id, JSON.stringify(t)]));
-  return after.filter((t) => old.get(t.id) !== JSON.stringify(t)).map((t) => t.id);
-}
-
-function reduceRun(run: RunView, ev: Extract<AppEvent, { kind: "agent" }>["event"]): RunView {
-  switch (ev.type) {
-    case "run_started":
-      return {
-        ...run,
-        runId: ev.run_id,
-        task: ev.task,
-        protocol: ev.protocol,
-        model: ev.model,
-        status: "running",
-      };
-    case "step_started":
-      // Started again (a retry after a malformed output): what streamed of it is void.
-      return withStep(run, ev.index, () => emptyStep(ev.index));
-    case "token":
-      return withStep(run, ev.index, (s) => ({ ...s, output: s.output + ev.text }));
-    case "thought_delta":
-      return withStep(run, ev.index, (s) => ({ ...s, thought: s.thought + ev.text }));
-    case "thought":
-      return withStep(run, ev.index, (s) => ({ ...s, thought: ev.text }));
-    case "action":
-      return withStep(run, ev.index, (s) => ({ ...s, action: { tool: ev.tool, args: ev.args } }));
-    case "observation":
-      return withStep(run, ev.index, (s) => ({
-        ...s,
-        observation: { text: ev.text, error: ev.error },
-      }));
-    case "todo_changed":
-      return { ...run, todos: ev.items, todoChanged: changedTodos(run.todos, ev.items) };
-    case "step_finished":
-      return withStep(run, ev.step.index, (s) => ({
-        ...s,
-        thought: ev.step.thought || s.thought,
-        action: ev.step.action ?? s.action,
-        finalAnswer: ev.step.final_answer,
-        // A step that did not parse has no observation event; its error is the observation.
-        observation:
-          s.observation ??
-          (ev.step.error !== null ? { text: ev.step.error, error: true } : null),
-        record: ev.step,
-        done: true,
-      }));
-    case "context_summarized":
-      return {
-        ...run,
-        summaries: [
-          ...run.summaries,
-          { afterStep: run.steps.length, text: ev.summary, folded: ev.messages_folded },
-        ],
-      };
-    case "final":
-      return { ...run, finalAnswer: ev.answer, status: ev.status };
-    case "error":
-      return { ...run, error: ev.message };
-  }
+/// A history run continued: its steps stay, the new ones follow live.
+export function resumeRun(state: State, run: RunView): State {
+  return { ...state, run: { ...run, fromHistory: false, status: "running", error: null } };
 }
 
 function reduceIndex(state: State, source: string, f: (v: IndexView) => IndexView): State {
@@ -239,8 +150,49 @@ function reduceIndex(state: State, source: string, f: (v: IndexView) => IndexVie
   return { ...state, indexing };
 }
 
-/// Applies one event from the shell.
-export function reduce(state: State, ev: AppEvent): State {
+/// Applies one of the page's own actions.
+function reduceUi(state: State, a: UiAction): State {
+  switch (a.kind) {
+    case "ui_screen":
+      return a.screen === state.screen ? state : { ...state, screen: a.screen };
+    case "ui_info":
+      // The model the shell already had loaded is the one in use.
+      return {
+        ...state,
+        info: a.info,
+        model: a.info?.model ? { ...state.model, current: a.info.model } : state.model,
+      };
+    case "ui_discovery":
+      return { ...state, discovery: a.discovery };
+    case "ui_repos":
+      return { ...state, repos: a.repos };
+    case "ui_runs":
+      return { ...state, runs: a.runs };
+    case "ui_settings":
+      return { ...state, settings: a.settings };
+    case "ui_notice": {
+      const id = state.lastNoticeId + 1;
+      return { ...state, lastNoticeId: id, notices: [...state.notices, { id, text: a.text, error: a.error }] };
+    }
+    case "ui_dismiss":
+      return state.notices.some((n) => n.id === a.id)
+        ? { ...state, notices: state.notices.filter((n) => n.id !== a.id) }
+        : state;
+    case "ui_start_run":
+      return startRun(state, a.task);
+    case "ui_open_run":
+      return { ...state, run: runFromRecord(a.record) };
+    case "ui_resume_run":
+      return resumeRun(state, runFromRecord(a.record));
+    case "ui_clear_run":
+      return { ...state, run: null };
+    case "ui_unloaded":
+      return { ...state, model: { ...state.model, current: null } };
+  }
+}
+
+/// Applies one event from the shell, or one of the page's actions.
+export function reduce(state: State, ev: Action): State {
   switch (ev.kind) {
     case "agent": {
       // A run's events before the page knew of it (a run started elsewhere, a reload).
@@ -305,53 +257,14 @@ export function reduce(state: State, ev: AppEvent): State {
       }));
     case "index_failed":
       return reduceIndex(state, ev.source, (v) => ({ ...v, state: "failed", error: ev.message }));
+    default:
+      return reduceUi(state, ev);
   }
 }
 
 /// Applies a batch (one animation frame's worth of events).
-export function reduceAll(state: State, events: readonly AppEvent[]): State {
+export function reduceAll(state: State, events: readonly Action[]): State {
   let s = state;
   for (const ev of events) s = reduce(s, ev);
   return s;
-}
-
-// ---- derived figures ----
-
-export interface StepStats {
-  promptTokens: number;
-  reusePct: number | null;
-  ttftMs: number;
-  tokPerSec: number | null;
-  generated: number;
-  toolMs: number;
-}
-
-export function stepStats(r: StepRecord): StepStats {
-  return {
-    promptTokens: r.prompt_tokens,
-    reusePct: r.prompt_tokens > 0 ? (100 * r.cached_tokens) / r.prompt_tokens : null,
-    ttftMs: r.ttft_ms,
-    // The first token's time is prefill; the rate is over the tokens after it.
-    tokPerSec:
-      r.decode_ms > 0 && r.generated_tokens > 1
-        ? ((r.generated_tokens - 1) * 1000) / r.decode_ms
-        : null,
-    generated: r.generated_tokens,
-    toolMs: r.tool_ms,
-  };
-}
-
-/// Whether a run can be continued from its last step: one whose process ended mid-run (the
-/// core refuses the others; a stopped run was the user's decision).
-export function canResume(status: RunStatus): boolean {
-  return status === "interrupted";
-}
-
-/// A history run continued: its steps stay, the new ones follow live.
-export function resumeRun(state: State, run: RunView): State {
-  return { ...state, run: { ...run, fromHistory: false, status: "running", error: null } };
-}
-
-export function isLive(run: RunView | null): boolean {
-  return run !== null && !run.fromHistory && run.status === "running";
 }

@@ -1,0 +1,28 @@
+// The redraw after a frame's events or an action that changed the run or the model: the status
+// pills and the Run screen each time, the Models screen (when shown) and the indexing jobs only
+// when their part of the state changed since the last redraw.
+
+import { getState } from "./loop";
+import { renderModels } from "./screens/models";
+import { renderRun } from "./screens/run";
+import { renderIndexing } from "./screens/workspace";
+import { renderStatus } from "./shell";
+import type { State } from "./state";
+
+/// The parts last drawn (a render cache, not state: only what changed since is drawn again).
+let renderedModel: State["model"] | undefined;
+let renderedIndexing: State["indexing"] | undefined;
+
+export function render(): void {
+  const state = getState();
+  renderStatus();
+  renderRun();
+  if (state.model !== renderedModel) {
+    renderedModel = state.model;
+    if (state.screen === "models") renderModels();
+  }
+  if (state.indexing !== renderedIndexing) {
+    renderedIndexing = state.indexing;
+    renderIndexing();
+  }
+}

@@ -1,0 +1,144 @@
+// The Run screen: the task box, Run and Stop (Enter runs, Esc stops a live run), the run's
+// header, its timeline and plan, and the viewer of an item a step links to. Also starting,
+// continuing and stopping runs, which History uses too (`resume`).
+
+import { api, errorMessage } from "../api";
+import { h, replaceChildren } from "../dom";
+import { describe } from "../links";
+import { dispatch, getState, redraw, update } from "../loop";
+import { attempt, notify, show, views } from "../shell";
+import { canResume, isLive, type State } from "../state";
+import { Timeline, renderTodos, statusBadge } from "../timeline";
+import type { ItemRef, RunRecord } from "../types";
+
+const taskInput = h("textarea", {
+  id: "task",
+  rows: 2,
+  placeholder: "Ask about your repositories and issues. Enter runs, Shift+Enter adds a line, Esc stops.",
+  "aria-label": "Task",
+});
+const runButton = h("button", { id: "run", class: "primary", onclick: () => void run() }, "Run");
+const stopButton = h("button", { id: "stop", onclick: () => void stop() }, "Stop");
+const runHeader = h("div", { class: "run-header" });
+/// The run's steps (the UI benchmark counts its element builds).
+export const timeline = new Timeline((item) => void openItem(item));
+const todoPanel = h("div", { class: "todo-panel", id: "todos" });
+const itemViewer = h("dialog", { class: "item-viewer", id: "item-viewer" });
+
+views.run.append(
+  h("form", { class: "task-form", onsubmit: (e: Event) => { e.preventDefault(); void run(); } }, taskInput, runButton, stopButton),
+  h(
+    "div",
+    { class: "run-body" },
+    h("div", { class: "run-main", id: "run-main" }, runHeader, timeline.root),
+    h("aside", { class: "plan", "aria-label": "Plan" }, h("h2", null, "Plan"), todoPanel),
+  ),
+  itemViewer,
+);
+
+taskInput.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    void run();
+  }
+});
+
+document.addEventListener("keydown", (e) => {
+  if (e.key !== "Escape" || e.defaultPrevented) return; // taken by what had focus (a settings form)
+  if (itemViewer.open) return; // the dialog closes itself
+  if (isLive(getState().run)) {
+    e.preventDefault();
+    void stop();
+  }
+});
+
+/// The task box takes the focus (the screen was shown).
+export function focusTask(): void {
+  taskInput.focus();
+}
+
+async function run(): Promise<void> {
+  const task = taskInput.value.trim();
+  const state = getState();
+  if (!task || isLive(state.run)) return;
+  if (!state.model.current) {
+    notify("No model is loaded: load one under Models first.");
+    return;
+  }
+  update({ kind: "ui_start_run", task });
+  redraw();
+  await drive(() => api.startRun(task, dispatch));
+}
+
+/// Continues a kept run from its last step, on this screen.
+export async function resume(record: RunRecord): Promise<void> {
+  const full = await attempt("Opening the run", () => api.getRun(record.id));
+  if (!full) return;
+  update({ kind: "ui_resume_run", record: full });
+  show("run");
+  redraw();
+  await drive(() => api.resumeRun(record.id, dispatch));
+}
+
+/// Runs a command that streams a run; its failure (no model, a run already going) ends the
+/// view's run with the message.
+async function drive(f: () => Promise<unknown>): Promise<void> {
+  try {
+    await f();
+  } catch (e) {
+    const message = errorMessage(e);
+    dispatch({ kind: "run_ended", run_id: getState().run?.runId ?? null, status: "error", final_answer: null, error: message });
+  }
+}
+
+async function stop(): Promise<void> {
+  await attempt("Stopping the run", () => api.stopRun());
+}
+
+async function openItem(item: ItemRef): Promise<void> {
+  replaceChildren(
+    itemViewer,
+    h("header", null, h("h2", null, describe(item)), h("button", { onclick: () => itemViewer.close(), "aria-label": "Close" }, "Close")),
+    h("p", { class: "muted" }, "Loading…"),
+  );
+  if (!itemViewer.open) itemViewer.showModal();
+  let body: HTMLElement;
+  try {
+    body = h("pre", { class: "item-text" }, await api.openItem(item));
+  } catch (e) {
+    body = h("p", { class: "error-box" }, errorMessage(e));
+  }
+  itemViewer.querySelector("p, pre")?.replaceWith(body);
+}
+
+/// The run last drawn (a render cache: only what changed since is drawn again).
+let renderedRun: State["run"] | undefined;
+
+export function renderRun(): void {
+  const r = getState().run;
+  const live = isLive(r);
+  runButton.disabled = live;
+  stopButton.disabled = !live;
+  taskInput.disabled = live;
+  if (r === renderedRun) return;
+  const scroller = document.getElementById("run-main");
+  const atBottom = scroller ? scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80 : true;
+  if (!renderedRun || !r || renderedRun.task !== r.task || renderedRun.status !== r.status || renderedRun.runId !== r.runId) {
+    replaceChildren(
+      runHeader,
+      r
+        ? [
+            h("h2", { class: "run-task" }, r.task || "(a run in progress)"),
+            h("div", { class: "run-meta" }, statusBadge(r.status), r.runId !== null ? ` run ${r.runId}` : "", r.model ? ` · ${r.model}` : "", r.protocol ? ` · ${r.protocol}` : "", r.fromHistory ? " · from history" : ""),
+            r.fromHistory && canResume(r.status) && r.runId !== null
+              ? h("button", { onclick: () => void resume({ id: r.runId } as RunRecord) }, "Continue this run")
+              : null,
+          ]
+        : h("p", { class: "muted empty" }, "Ask a question to start. The plan and every step show here as the agent works."),
+    );
+  }
+  if (!renderedRun || !r || renderedRun.todos !== r.todos) renderTodos(todoPanel, r?.todos ?? [], r?.todoChanged ?? []);
+  timeline.update(r);
+  renderedRun = r;
+  if (live && atBottom && scroller) scroller.scrollTop = scroller.scrollHeight;
+}

@@ -1,0 +1,63 @@
+// The Settings screen: the agent's settings form (protocol, steps, temperature, grammar,
+// summarizing, the plan rule, the persona) and the app's version and data folder. Also reading
+// and saving the settings, which a model's settings on the Models screen use too.
+
+import { api } from "../api";
+import { h, replaceChildren } from "../dom";
+import { getState, update } from "../loop";
+import { attempt, notify, views } from "../shell";
+import type { Settings } from "../types";
+
+export async function refreshSettings(): Promise<void> {
+  const s = await attempt("Reading settings", () => api.getSettings());
+  if (s) update({ kind: "ui_settings", settings: s });
+  renderSettings();
+}
+
+/// Saves the settings as `change` makes them from those last read; says whether they were.
+export async function saveSettings(change: (s: Settings) => Settings): Promise<boolean> {
+  const settings = getState().settings;
+  if (!settings) return false;
+  const saved = await attempt("Saving settings", () => api.setSettings(change(settings)));
+  if (saved) {
+    update({ kind: "ui_settings", settings: saved });
+    notify("Settings saved.", false);
+  }
+  return saved !== undefined;
+}
+
+function renderSettings(): void {
+  const { settings: s, info } = getState();
+  if (!s) {
+    replaceChildren(views.settings, h("h2", null, "Settings"), h("p", { class: "muted" }, "Loading…"));
+    return;
+  }
+  const protocols = info?.protocols ?? [s.protocol];
+  const form = h(
+    "form",
+    { class: "settings-form card", id: "settings-form" },
+    h("label", null, "Protocol", h("select", { name: "protocol" }, protocols.map((p) => { const o = h("option", { value: p }, p); o.selected = p === s.protocol; return o; }))),
+    h("label", null, "Max steps", h("input", { type: "number", name: "max_steps", min: 1, max: 200, value: s.max_steps })),
+    h("label", null, "Temperature", h("input", { type: "number", name: "temperature", min: 0, max: 2, step: 0.05, value: s.temperature })),
+    h("label", { class: "check" }, h("input", { type: "checkbox", name: "grammar", checked: s.grammar }), "Constrain each step with the protocol's grammar"),
+    h("label", null, "Summarize older steps past this share of the context", h("input", { type: "number", name: "summarize_at", min: 0.3, max: 0.95, step: 0.05, value: s.summarize_at })),
+    h("label", { class: "check" }, h("input", { type: "checkbox", name: "require_plan_done", checked: s.require_plan_done }), "Refuse a final answer while the plan has open items"),
+    h("label", null, "Persona (empty: the built-in one)", h("input", { type: "text", name: "persona", value: s.persona })),
+    h("div", { class: "row" }, h("button", { type: "submit", class: "primary", id: "save-settings" }, "Save"), h("span", { class: "muted" }, " Applies from the next run.")),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const d = new FormData(form);
+    void saveSettings((old) => ({
+      ...old,
+      protocol: String(d.get("protocol")),
+      max_steps: Number(d.get("max_steps")),
+      temperature: Number(d.get("temperature")),
+      grammar: d.get("grammar") !== null,
+      summarize_at: Number(d.get("summarize_at")),
+      require_plan_done: d.get("require_plan_done") !== null,
+      persona: String(d.get("persona") ?? ""),
+    }));
+  });
+  replaceChildren(views.settings, h("h2", null, "Settings"), form, info ? h("p", { class: "muted" }, `Burrow ${info.version} · data in ${info.home}`) : null);
+}
