@@ -1,0 +1,168 @@
+//! The llguidance side: JSON Schema and Lark grammars compiled into matchers, for a model's
+//! tokenizer or, to check a grammar with no model loaded, a byte-level one; and the strict form
+//! of a JSON Schema that Burrow enforces.
+
+use serde_json::Value;
+
+use super::{Grammar, GrammarError};
+
+impl Grammar {
+    /// Whether the grammar accepts `text` whole, checked byte by byte without a model (for
+    /// tests of generated grammars).
+    #[cfg(test)]
+    pub(crate) fn accepts(&self, text: &str) -> Result<bool, GrammarError> {
+        let factory = offline_factory()?;
+        let mut matcher = self.compile(factory)?;
+        let tokens = factory.tok_env().tokenize_bytes(text.as_bytes());
+        let fail = |e: anyhow::Error| GrammarError::Constraint {
+            reason: e.to_string(),
+        };
+        let consumed = matcher.try_consume_tokens(&tokens).map_err(fail)?;
+        Ok(consumed == tokens.len() && matcher.is_accepting().map_err(fail)?)
+    }
+
+    /// llguidance's form of a JSON Schema or Lark grammar.
+    fn top_level(&self) -> Result<llguidance::api::TopLevelGrammar, GrammarError> {
+        match self {
+            Grammar::JsonSchema(schema) => Ok(llguidance::api::TopLevelGrammar::from_json_schema(
+                strict_json_schema(schema),
+            )),
+            Grammar::Lark(text) => Ok(llguidance::api::TopLevelGrammar::from_lark(text.clone())),
+            Grammar::Gbnf(_) => Err(GrammarError::Invalid {
+                kind: "GBNF grammar",
+                reason: "GBNF runs on llama.cpp's sampler, not llguidance".into(),
+            }),
+        }
+    }
+
+    /// Compiles a JSON Schema or Lark grammar into a matcher for `factory`'s tokenizer.
+    pub(crate) fn compile(
+        &self,
+        factory: &llguidance::ParserFactory,
+    ) -> Result<llguidance::Matcher, GrammarError> {
+        let kind = self.kind();
+        let parser =
+            factory
+                .create_parser(self.top_level()?)
+                .map_err(|e| GrammarError::Invalid {
+                    kind,
+                    reason: e.to_string(),
+                })?;
+        let matcher = llguidance::Matcher::new(Ok(parser));
+        match matcher.get_error() {
+            Some(reason) => Err(GrammarError::Invalid { kind, reason }),
+            None => Ok(matcher),
+        }
+    }
+}
+
+/// A JSON Schema as Burrow enforces it (see `Grammar::JsonSchema`): objects closed, compact
+/// separators. Lark grammars embed schemas (`%json`) in this form too.
+pub(crate) fn strict_json_schema(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    close_objects(&mut schema);
+    if let Value::Object(o) = &mut schema {
+        o.entry("x-guidance").or_insert_with(|| {
+            serde_json::json!({
+                "whitespace_flexible": false,
+                "item_separator": ", ",
+                "key_separator": ": "
+            })
+        });
+    }
+    schema
+}
+
+/// Sets `additionalProperties: false` on every object schema that lists properties and says
+/// nothing about others, walking only the places where JSON Schema nests schemas.
+fn close_objects(schema: &mut Value) {
+    let Value::Object(o) = schema else {
+        return;
+    };
+    if o.contains_key("properties") && !o.contains_key("additionalProperties") {
+        o.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    for (key, sub) in o.iter_mut() {
+        match key.as_str() {
+            // Maps of schemas.
+            "properties" | "patternProperties" | "$defs" | "definitions" => {
+                if let Value::Object(m) = sub {
+                    m.values_mut().for_each(close_objects);
+                }
+            }
+            // Lists of schemas.
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(a) = sub {
+                    a.iter_mut().for_each(close_objects);
+                }
+            }
+            // A schema, or (for old-style tuples) a list of them.
+            "items" => match sub {
+                Value::Array(a) => a.iter_mut().for_each(close_objects),
+                other => close_objects(other),
+            },
+            "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                close_objects(sub)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An llguidance parser factory for a tokenizer. Quiet: llguidance would otherwise write its
+/// warnings to stderr; they are reported through `Matcher::grammar_warnings` instead.
+pub(crate) fn guidance_factory(
+    env: &llguidance::toktrie::TokEnv,
+) -> Result<llguidance::ParserFactory, String> {
+    let mut factory = llguidance::ParserFactory::new_simple(env).map_err(|e| e.to_string())?;
+    factory.quiet();
+    Ok(factory)
+}
+
+/// A parser factory over a byte-level tokenizer: enough to compile, and so check, a grammar
+/// when no model is loaded.
+pub(super) fn offline_factory() -> Result<&'static llguidance::ParserFactory, GrammarError> {
+    static FACTORY: std::sync::OnceLock<Result<llguidance::ParserFactory, String>> =
+        std::sync::OnceLock::new();
+    FACTORY
+        .get_or_init(
+            || guidance_factory(&llguidance::toktrie::ApproximateTokEnv::single_byte_env()),
+        )
+        .as_ref()
+        .map_err(|e| GrammarError::Invalid {
+            kind: "grammar",
+            reason: format!("cannot start the grammar compiler: {e}"),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_closed_unless_the_schema_opens_them() {
+        let mut s = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+                "open": {"type": "object", "properties": {}, "additionalProperties": true},
+                "e": {"enum": [{"properties": 1}]},
+                "enum": {"type": "object", "properties": {"x": {"type": "integer"}}},
+                "list": {"type": "array", "items": {"type": "object", "properties": {}}}
+            }
+        });
+        close_objects(&mut s);
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["properties"]["a"]["additionalProperties"], false);
+        assert_eq!(s["properties"]["open"]["additionalProperties"], true);
+        assert_eq!(
+            s["properties"]["e"]["enum"][0],
+            serde_json::json!({"properties": 1})
+        );
+        assert_eq!(s["properties"]["enum"]["additionalProperties"], false);
+        assert_eq!(
+            s["properties"]["list"]["items"]["additionalProperties"],
+            false
+        );
+    }
+}

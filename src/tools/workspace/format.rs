@@ -1,0 +1,123 @@
+//! What the workspace tools share: dates, limits and clipping, and search results as the model
+//! reads them (an empty result says what was searched).
+
+use std::fmt::Write as _;
+
+use crate::tools::{ToolError, ToolOutput};
+use crate::workspace::{Kind, SearchHit, SearchQuery, Workspace};
+
+pub(super) fn date(t: Option<i64>) -> String {
+    t.and_then(|t| chrono::DateTime::from_timestamp(t, 0))
+        .map(|d| d.format("%Y-%m-%d").to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+pub(super) fn parse_date(field: &str, s: &Option<String>) -> Result<Option<i64>, ToolError> {
+    match s {
+        None => Ok(None),
+        Some(s) => chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d")
+            .map(|d| d.and_hms_opt(0, 0, 0).map(|t| t.and_utc().timestamp()))
+            .map_err(|_| {
+                ToolError::InvalidArguments(format!("{field} {s:?} is not a date like 2024-05-31"))
+            }),
+    }
+}
+
+pub(super) fn clip(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max).collect();
+    format!("{cut}… [{} more characters]", s.chars().count() - max)
+}
+
+pub(super) fn limit(l: Option<usize>, default: usize) -> usize {
+    l.unwrap_or(default).clamp(1, 50)
+}
+
+/// Search results as the model reads them.
+fn hits_text(what: &str, hits: &[SearchHit], next: Option<usize>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} result{} for {what}:",
+        hits.len(),
+        if hits.len() == 1 { "" } else { "s" }
+    );
+    for (i, h) in hits.iter().enumerate() {
+        let mut head = format!("{}. [{}] ", i + 1, h.kind);
+        match h.kind {
+            Kind::Code | Kind::Doc => head.push_str(&h.location()),
+            Kind::Commit => {
+                let _ = write!(
+                    head,
+                    "{} {} ({}, {})",
+                    h.location(),
+                    h.title,
+                    h.author.as_deref().unwrap_or("?"),
+                    date(h.time)
+                );
+            }
+            Kind::Issue | Kind::Pr => {
+                let _ = write!(
+                    head,
+                    "{} {} [{}]",
+                    h.location(),
+                    h.title
+                        .trim_start_matches(&format!("#{} ", h.number.unwrap_or(0))),
+                    h.state.as_deref().unwrap_or("?")
+                );
+            }
+        }
+        if matches!(h.kind, Kind::Doc) && h.title != h.path.clone().unwrap_or_default() {
+            let _ = write!(head, " — {}", h.title);
+        }
+        let _ = writeln!(out, "{head}  (repo {})", h.repo);
+        for line in h.snippet.lines().take(3) {
+            let _ = writeln!(out, "   {line}");
+        }
+    }
+    if let Some(n) = next {
+        let _ = writeln!(out, "More results: repeat with offset {n}.");
+    }
+    out
+}
+
+fn no_hits(what: &str) -> String {
+    format!("No results for {what}. Try fewer or different words, or another kind.")
+}
+
+fn describe_query(q: &SearchQuery) -> String {
+    let mut s = format!("{:?}", q.text);
+    if !q.kinds.is_empty() {
+        let kinds: Vec<&str> = q.kinds.iter().map(|k| k.as_str()).collect();
+        let _ = write!(s, " in {}", kinds.join("/"));
+    }
+    for (label, v) in [
+        ("repo", &q.repo),
+        ("state", &q.state),
+        ("label", &q.label),
+        ("author", &q.author),
+        ("path", &q.path),
+    ] {
+        if let Some(v) = v {
+            let _ = write!(s, ", {label} {v}");
+        }
+    }
+    s
+}
+
+pub(super) fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, ToolError> {
+    let what = describe_query(&q);
+    let page = ws.search(&q)?;
+    let mut text = if page.hits.is_empty() {
+        no_hits(&what)
+    } else {
+        hits_text(&what, &page.hits, page.next_offset)
+    };
+    if let Some(note) = &page.note {
+        let _ = writeln!(text, "Note: {note}.");
+    }
+    Ok(ToolOutput::new(text, &page))
+}

@@ -1,0 +1,235 @@
+//! The tools over commits and the people who made them: `search_commits`, `show_commit`,
+//! `list_members` and `who_changed`.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::format::{date, limit, parse_date, run_search};
+use crate::tools::{Tool, ToolError, ToolOutput};
+use crate::workspace::{Kind, SearchQuery, Workspace};
+
+/// A commit's diff shown at most.
+const DIFF_MAX_BYTES: usize = 6_000;
+
+/// Find commits: by words in their messages and changed paths, or the latest ones, optionally
+/// by author or touching a path.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SearchCommitsInput {
+    /// Words to look for in commit messages and changed paths (omit to list the latest commits).
+    #[serde(default)]
+    pub query: Option<String>,
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// Only commits by this author (name or email).
+    #[serde(default)]
+    pub author: Option<String>,
+    /// Only commits touching this file or folder.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only commits from this date on, like 2024-01-31.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Only commits before this date.
+    #[serde(default)]
+    pub until: Option<String>,
+    /// How many (default 10, at most 50).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+pub struct SearchCommits(pub Arc<Workspace>);
+
+impl Tool for SearchCommits {
+    const NAME: &'static str = "search_commits";
+    type Input = SearchCommitsInput;
+
+    fn run(&self, i: SearchCommitsInput) -> Result<ToolOutput, ToolError> {
+        let since = parse_date("since", &i.since)?;
+        let until = parse_date("until", &i.until)?;
+        if let Some(q) = i.query.filter(|q| !q.trim().is_empty()) {
+            return run_search(
+                &self.0,
+                SearchQuery {
+                    text: q,
+                    kinds: vec![Kind::Commit],
+                    repo: i.repo,
+                    author: i.author,
+                    path: None,
+                    since,
+                    until,
+                    limit: limit(i.limit, 10),
+                    ..Default::default()
+                },
+            );
+        }
+        let commits = self.0.commits(
+            i.repo.as_deref(),
+            i.author.as_deref(),
+            i.path.as_deref(),
+            since,
+            until,
+            limit(i.limit, 10),
+        )?;
+        let what = format!(
+            "commits{}{}",
+            i.author.map(|a| format!(" by {a}")).unwrap_or_default(),
+            i.path.map(|p| format!(" touching {p}")).unwrap_or_default()
+        );
+        if commits.is_empty() {
+            return Ok(ToolOutput::new(format!("No {what}."), &commits));
+        }
+        let mut out = format!("Latest {what}:\n");
+        for c in &commits {
+            let _ = writeln!(
+                out,
+                "{} {} {} — {}",
+                &c.hash[..10.min(c.hash.len())],
+                date(Some(c.time)),
+                c.author,
+                c.summary
+            );
+        }
+        Ok(ToolOutput::new(out, &commits))
+    }
+}
+
+/// Show one commit: its message, the files it changed with line counts, and its diff (cut if
+/// long).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ShowCommitInput {
+    /// The commit hash, or its first 7 or more characters.
+    pub hash: String,
+    #[serde(default)]
+    pub repo: Option<String>,
+}
+
+pub struct ShowCommit(pub Arc<Workspace>);
+
+impl Tool for ShowCommit {
+    const NAME: &'static str = "show_commit";
+    type Input = ShowCommitInput;
+
+    fn run(&self, i: ShowCommitInput) -> Result<ToolOutput, ToolError> {
+        let c = self
+            .0
+            .show_commit(i.repo.as_deref(), &i.hash, DIFF_MAX_BYTES)?;
+        let s = &c.summary;
+        let mut out = format!(
+            "commit {}\nAuthor: {} <{}>\nDate: {}\n\n{}\n\nFiles:\n",
+            s.hash,
+            s.author,
+            s.email,
+            date(Some(s.time)),
+            c.message.trim()
+        );
+        for f in &c.files {
+            let _ = writeln!(
+                out,
+                "  {} {} (+{} -{})",
+                f.change, f.path, f.additions, f.deletions
+            );
+        }
+        if let Some(d) = &c.diff {
+            out.push('\n');
+            out.push_str(d);
+            if c.diff_truncated {
+                out.push_str("\n[diff cut; read the files for the rest]\n");
+            }
+        }
+        Ok(ToolOutput::new(out, &c))
+    }
+}
+
+/// List the people of a repository: who commits, opens issues and pull requests, and comments.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ListMembersInput {
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// How many (default 20, at most 50).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+pub struct ListMembers(pub Arc<Workspace>);
+
+impl Tool for ListMembers {
+    const NAME: &'static str = "list_members";
+    type Input = ListMembersInput;
+
+    fn run(&self, i: ListMembersInput) -> Result<ToolOutput, ToolError> {
+        let members = self.0.members(i.repo.as_deref(), limit(i.limit, 20))?;
+        if members.is_empty() {
+            return Ok(ToolOutput::new(
+                "No members: no commits or issues are indexed.",
+                &members,
+            ));
+        }
+        let mut out = String::from("Members (most active first):\n");
+        for m in &members {
+            let _ = writeln!(
+                out,
+                "{}{}: {} commits, {} issues, {} pull requests, {} comments; last active {}",
+                m.name,
+                m.email
+                    .as_ref()
+                    .map(|e| format!(" <{e}>"))
+                    .unwrap_or_default(),
+                m.commits,
+                m.issues_opened,
+                m.pull_requests_opened,
+                m.comments,
+                date(m.last_active)
+            );
+        }
+        Ok(ToolOutput::new(out, &members))
+    }
+}
+
+/// Who changed a file or folder, by number of commits, with their latest commit.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WhoChangedInput {
+    /// A file or folder, relative to the repository root.
+    pub path: String,
+    #[serde(default)]
+    pub repo: Option<String>,
+    /// How many people (default 10, at most 50).
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+pub struct WhoChanged(pub Arc<Workspace>);
+
+impl Tool for WhoChanged {
+    const NAME: &'static str = "who_changed";
+    type Input = WhoChangedInput;
+
+    fn run(&self, i: WhoChangedInput) -> Result<ToolOutput, ToolError> {
+        let people = self
+            .0
+            .who_changed(i.repo.as_deref(), &i.path, limit(i.limit, 10))?;
+        if people.is_empty() {
+            return Ok(ToolOutput::new(
+                format!("No indexed commit touches {}.", i.path),
+                &people,
+            ));
+        }
+        let mut out = format!("Who changed {}:\n", i.path);
+        for p in &people {
+            let _ = writeln!(
+                out,
+                "{} <{}>: {} commits (+{} -{}), latest {} on {}",
+                p.author,
+                p.email,
+                p.commits,
+                p.additions,
+                p.deletions,
+                &p.last_hash[..10.min(p.last_hash.len())],
+                date(Some(p.last_commit))
+            );
+        }
+        Ok(ToolOutput::new(out, &people))
+    }
+}
