@@ -211,29 +211,10 @@ const MIGRATIONS: &[&str] = &[
     -- How many rows hold each term: search weighs words by it (see rank.rs).
     CREATE VIRTUAL TABLE docs_vocab USING fts5vocab(docs_fts, 'row');
     "#,
-    // 3: agent runs and their steps, each written as it completes.
-    r#"
-    CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        task TEXT NOT NULL,
-        model TEXT,
-        protocol TEXT NOT NULL,
-        -- running, succeeded, failed, blocked, cancelled, max_steps, error, interrupted
-        status TEXT NOT NULL,
-        final_answer TEXT,
-        error TEXT,
-        started_at INTEGER NOT NULL,
-        ended_at INTEGER
-    );
-    CREATE INDEX runs_status ON runs (status);
-    CREATE TABLE steps (
-        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-        idx INTEGER NOT NULL,
-        -- The step record as JSON (agent/record.rs): it grows fields without migrations.
-        record TEXT NOT NULL,
-        PRIMARY KEY (run_id, idx)
-    ) WITHOUT ROWID;
-    "#,
+    // 3: agent runs and their steps. The agent owns these tables (agent/store.rs); their
+    // schema is kept beside that code and included here, as the one sequence of migrations
+    // needs every part in order.
+    include_str!("../agent/runs.sql"),
 ];
 
 /// The schema version this build writes.

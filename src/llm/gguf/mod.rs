@@ -21,7 +21,7 @@ use reader::HeaderReader;
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 /// The largest header we accept. Real headers are a few MB (vocabularies of ~250k tokens); a
@@ -348,9 +348,9 @@ pub struct GgufHeader {
     /// Bytes of the file actually read to parse the header.
     pub header_bytes_read: u64,
     /// Byte range of each metadata entry (same order as `metadata`), and of the tensor
-    /// directory: what `rewrite_metadata` copies verbatim.
-    kv_ranges: Vec<std::ops::Range<u64>>,
-    tensor_dir_range: std::ops::Range<u64>,
+    /// directory: where the header's parts lie, for tools that copy them verbatim.
+    pub kv_ranges: Vec<std::ops::Range<u64>>,
+    pub tensor_dir_range: std::ops::Range<u64>,
 }
 
 impl GgufHeader {

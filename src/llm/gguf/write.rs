@@ -1,6 +1,8 @@
 //! Writing GGUF files, for tests: whole files from metadata and tensor shapes, and copies of
 //! a real model with its metadata edited (realistic bad inputs).
 
+use std::io::Write;
+
 use super::*;
 
 /// A change to a model's metadata, for `rewrite_metadata`.
