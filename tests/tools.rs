@@ -380,3 +380,64 @@ fn issues_pull_requests_and_searches() {
         "{out}"
     );
 }
+
+/// Issue 15: each tool says which items its text shows, as locators a shell links and a run
+/// counts as seen, instead of leaving them to be found again in the text.
+#[test]
+fn results_carry_a_locator_for_each_item_they_show() {
+    use burrow::tools::Locator;
+    let f = fixture();
+    let items = |tool: &str, args: serde_json::Value| f.tools.call(tool, args).unwrap().items;
+
+    let found = items("search", json!({"query": "retries", "limit": 10}));
+    assert!(
+        found.contains(&Locator::PullRequest {
+            number: 2,
+            repo: Some("acme/app".into())
+        }),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|l| matches!(l, Locator::Commit { hash, .. } if hash.len() == 40)),
+        "{found:?}"
+    );
+    let page = f
+        .tools
+        .call("search", json!({"query": "retries", "limit": 10}))
+        .unwrap();
+    let hits = page.data["hits"].as_array().unwrap();
+    assert_eq!(found.len(), hits.len(), "one locator a hit: {found:?}");
+
+    assert_eq!(
+        items("get_issue", json!({"number": 1, "repo": "acme/app"})),
+        vec![Locator::Issue {
+            number: 1,
+            repo: Some("acme/app".into())
+        }]
+    );
+    assert_eq!(
+        items(
+            "read_file",
+            json!({"path": "src/long.txt", "start_line": 40, "repo": "app"})
+        ),
+        vec![Locator::file("app", "src/long.txt", Some(40))]
+    );
+    assert_eq!(
+        items(
+            "show_commit",
+            json!({"hash": &f.first_commit[..10], "repo": "app"})
+        ),
+        vec![Locator::commit("app", &f.first_commit)]
+    );
+    assert_eq!(
+        items(
+            "search_code",
+            json!({"query": "retry_with_backoff", "mode": "exact"})
+        ),
+        vec![Locator::file("app", "src/net/client.rs", Some(2))]
+    );
+    // A result that shows nothing locates nothing.
+    assert!(items("search", json!({"query": "zeppelin"})).is_empty());
+}

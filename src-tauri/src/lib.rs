@@ -12,7 +12,8 @@ use std::sync::Arc;
 use burrow::agent::protocol::PROTOCOLS;
 use burrow::agent::record::RunRecord;
 use burrow::agent::RunOutcome;
-use burrow::app::{App, AppError, AppEvent, ItemRef, ModelStatus, RunTask, Settings};
+use burrow::app::{App, AppError, AppEvent, ModelStatus, RunTask, Settings};
+use burrow::tools::Locator;
 use burrow::llm::library::Discovery;
 use burrow::workspace::{IndexReport, RepoStatus};
 use serde::Serialize;
@@ -276,7 +277,7 @@ async fn get_run(shell: State<'_, Shell>, id: i64) -> CommandResult<RunRecord> {
 
 /// The text of a file, issue, pull request or commit a trace links to.
 #[tauri::command]
-async fn open_item(shell: State<'_, Shell>, item: ItemRef) -> CommandResult<String> {
+async fn open_item(shell: State<'_, Shell>, item: Locator) -> CommandResult<String> {
     blocking(&shell.app, move |app| app.open_item(&item)).await
 }
 

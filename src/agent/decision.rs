@@ -114,6 +114,7 @@ impl Agent<'_> {
         let acted = self.act(state, &action, on_event);
         record.tool_ms = acted.tool_ms;
         record.error = acted.error.clone();
+        record.items = acted.items;
         if let Some(reason) = self
             .hooks
             .stop_reason(|h| h.after_tool(&self.hook_context(state), &action, &acted.text))

@@ -9,11 +9,13 @@ use super::meta::{self, MetaContext};
 use super::protocol::Action;
 use super::run::Agent;
 use super::state::{call_key, CallMemo, RunState};
-use crate::tools::{ToolError, ToolOutput, ToolSpec};
+use crate::tools::{Locator, ToolError, ToolOutput, ToolSpec};
 
-/// A call as it was run: the observation, the error when it failed, and the tool's time.
+/// A call as it was run: the observation, the items it shows, the error when it failed, and
+/// the tool's time.
 pub(super) struct Acted {
     pub text: String,
+    pub items: Vec<Locator>,
     pub error: Option<String>,
     pub tool_ms: f64,
 }
@@ -43,20 +45,25 @@ impl Agent<'_> {
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Acted {
         let started = Instant::now();
-        let (text, error) = self.guarded(state, action, on_event);
+        let (text, items, error) = match self.guarded(state, action, on_event) {
+            Ok((text, items)) => (text, items, None),
+            Err((text, error)) => (text, Vec::new(), Some(error)),
+        };
         Acted {
             text,
+            items,
             error,
             tool_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
     }
 
+    /// The observation and the items it shows, or the observation and the error.
     fn guarded(
         &self,
         state: &mut RunState,
         action: &Action,
         on_event: &mut dyn FnMut(AgentEvent),
-    ) -> (String, Option<String>) {
+    ) -> Result<(String, Vec<Locator>), (String, String)> {
         let key = call_key(&action.tool, &action.args);
         // The loop guard: no call is repeated after it failed, nor more than `repeat_limit`
         // times; the model is told what it already learned instead.
@@ -66,7 +73,7 @@ impl Agent<'_> {
                  repeat it: change the arguments or try another tool.",
                 action.tool
             );
-            return (text, Some("repeated a failed call".into()));
+            return Err((text, "repeated a failed call".into()));
         }
         if let Some(memo) = state.calls.get(&key) {
             if memo.count >= self.config.repeat_limit {
@@ -84,11 +91,11 @@ impl Agent<'_> {
                      already. {learned}\nUse that, or do something else.",
                     action.tool
                 );
-                return (text, Some("repeated call".into()));
+                return Err((text, "repeated call".into()));
             }
         }
         match self.call_tool(state, action, on_event) {
-            Ok(text) => {
+            Ok((text, items)) => {
                 let text = cap(&text, self.observation_chars());
                 let step = state.steps.len();
                 let shown = state
@@ -108,18 +115,18 @@ impl Agent<'_> {
                          arguments (above).",
                         action.tool
                     );
-                    return (same, None);
+                    return Ok((same, Vec::new()));
                 }
                 memo.result = text.clone();
                 memo.step = step;
-                (text, None)
+                Ok((text, items))
             }
             Err(e) => {
                 let message = e.to_string();
                 if !e.is_retryable() {
                     state.failed.insert(key, message.clone());
                 }
-                (format!("Error: {message}"), Some(message))
+                Err((format!("Error: {message}"), message))
             }
         }
     }
@@ -129,7 +136,7 @@ impl Agent<'_> {
         state: &mut RunState,
         action: &Action,
         on_event: &mut dyn FnMut(AgentEvent),
-    ) -> Result<String, ToolError> {
+    ) -> Result<(String, Vec<Locator>), ToolError> {
         let plan_tool = !self.config.protocol.has_plan_field();
         let mut cx = MetaContext {
             state,
@@ -137,7 +144,7 @@ impl Agent<'_> {
             on_event,
         };
         if let Some(result) = meta::call(&action.tool, &action.args, plan_tool, &mut cx) {
-            return result;
+            return result.map(|text| (text, Vec::new()));
         }
         let name = action.tool.as_str();
         if !state.active.iter().any(|n| n == name) {
@@ -161,7 +168,7 @@ impl Agent<'_> {
         loop {
             attempt += 1;
             match self.tools.call(name, args.clone()) {
-                Ok(ToolOutput { text, .. }) => return Ok(text),
+                Ok(ToolOutput { text, items, .. }) => return Ok((text, items)),
                 Err(e) if e.is_retryable() && attempt < self.config.tool_attempts => {
                     self.clock
                         .sleep(self.config.retry_base * 2u32.pow(attempt - 1));

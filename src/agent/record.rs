@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::todo::TodoItem;
+use crate::tools::Locator;
 
 /// How a run ended, or that it has not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +79,9 @@ pub struct StepRecord {
     pub action: Option<ActionRecord>,
     pub final_answer: Option<String>,
     pub observation: Option<String>,
+    /// The items the observation shows (files, issues, pull requests, commits), as the tool
+    /// located them: what a shell links, and what the run has seen.
+    pub items: Vec<Locator>,
     /// Set when the step did not parse, or its tool call failed or was refused.
     pub error: Option<String>,
     /// The plan after the step.

@@ -10,7 +10,7 @@ pub mod settings;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::agent::hooks::TracingHook;
 use crate::agent::prompt::workspace_summary;
@@ -21,7 +21,7 @@ use crate::llm::engine::CancelToken;
 use crate::llm::library::{Discovery, ModelInfo};
 use crate::llm::llama::{LlamaEngine, LoadedModel};
 use crate::llm::{LanguageModel, LlmError};
-use crate::tools::{RegistryError, ToolRegistry};
+use crate::tools::{Locator, RegistryError, ToolRegistry};
 use crate::workspace::{IndexEvent, IndexReport, RepoStatus, Workspace, WorkspaceError};
 
 pub use models::ModelsError;
@@ -51,30 +51,6 @@ pub enum AppError {
     EmptyTask,
     #[error("{what} cannot be opened: {message}")]
     Open { what: String, message: String },
-}
-
-/// Something a trace mentions that the UI can open: what the link in an observation names.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum ItemRef {
-    File {
-        path: String,
-        line: Option<usize>,
-        repo: Option<String>,
-    },
-    /// An issue, or a pull request when no issue has the number.
-    Issue {
-        number: i64,
-        repo: Option<String>,
-    },
-    PullRequest {
-        number: i64,
-        repo: Option<String>,
-    },
-    Commit {
-        hash: String,
-        repo: Option<String>,
-    },
 }
 
 /// Lines shown before a linked line, so it is seen in context.
@@ -511,9 +487,9 @@ impl App {
     /// The text of an item a trace links to, read through the same read-only tools the agent
     /// uses (so it is confined to the indexed sources): a file around a line, an issue or pull
     /// request with its comments, a commit with its diff.
-    pub fn open_item(&self, item: &ItemRef) -> Result<String, AppError> {
+    pub fn open_item(&self, item: &Locator) -> Result<String, AppError> {
         let (what, tool, args) = match item {
-            ItemRef::File { path, line, repo } => (
+            Locator::File { path, line, repo } => (
                 match line {
                     Some(l) => format!("{path}:{l}"),
                     None => path.clone(),
@@ -525,17 +501,17 @@ impl App {
                     "start_line": line.map(|l| l.saturating_sub(OPEN_CONTEXT_LINES).max(1)),
                 }),
             ),
-            ItemRef::Issue { number, repo } => (
+            Locator::Issue { number, repo } => (
                 format!("issue #{number}"),
                 "get_issue",
                 serde_json::json!({"number": number, "repo": repo}),
             ),
-            ItemRef::PullRequest { number, repo } => (
+            Locator::PullRequest { number, repo } => (
                 format!("pull request #{number}"),
                 "get_pull_request",
                 serde_json::json!({"number": number, "repo": repo}),
             ),
-            ItemRef::Commit { hash, repo } => (
+            Locator::Commit { hash, repo } => (
                 format!("commit {hash}"),
                 "show_commit",
                 serde_json::json!({"hash": hash, "repo": repo}),
@@ -543,7 +519,7 @@ impl App {
         };
         let mut result = self.tools.call(tool, args.clone());
         // "#123" in a trace may be either; GitHub numbers them in one sequence.
-        if let (ItemRef::Issue { .. }, Err(crate::tools::ToolError::NotFound(_))) = (item, &result)
+        if let (Locator::Issue { .. }, Err(crate::tools::ToolError::NotFound(_))) = (item, &result)
         {
             result = self.tools.call("get_pull_request", args);
         }

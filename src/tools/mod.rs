@@ -7,7 +7,10 @@
 //! anything.
 
 pub mod calculate;
+pub mod locator;
 pub mod workspace;
+
+pub use locator::Locator;
 
 use std::sync::Arc;
 
@@ -17,12 +20,13 @@ use serde::Serialize;
 
 use crate::llm::grammar::{Grammar, GrammarError};
 
-/// What a tool returns: compact text for the model's context, and the same result as data for
-/// the UI.
+/// What a tool returns: compact text for the model's context, the same result as data for the
+/// UI, and a locator for each item the text shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolOutput {
     pub text: String,
     pub data: serde_json::Value,
+    pub items: Vec<Locator>,
 }
 
 impl ToolOutput {
@@ -30,7 +34,18 @@ impl ToolOutput {
         ToolOutput {
             text: text.into(),
             data: serde_json::to_value(data).unwrap_or(serde_json::Value::Null),
+            items: Vec::new(),
         }
+    }
+
+    /// The items the text shows, in its order, each once.
+    pub fn with_items(mut self, items: impl IntoIterator<Item = Locator>) -> Self {
+        for item in items {
+            if !self.items.contains(&item) {
+                self.items.push(item);
+            }
+        }
+        self
     }
 }
 

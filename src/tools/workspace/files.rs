@@ -7,7 +7,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tools::{Tool, ToolError, ToolOutput};
+use crate::tools::{Locator, Tool, ToolError, ToolOutput};
 use crate::workspace::Workspace;
 
 /// Lines `read_file` returns at most, and bytes.
@@ -106,7 +106,8 @@ impl Tool for ReadFile {
                 slice.end_line + 1
             );
         }
-        Ok(ToolOutput::new(out, &slice))
+        let file = Locator::file(&slice.repo, &slice.path, Some(slice.start_line));
+        Ok(ToolOutput::new(out, &slice).with_items([file]))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::tools::{ToolError, ToolOutput};
+use crate::tools::{Locator, ToolError, ToolOutput};
 use crate::workspace::{Kind, SearchHit, SearchQuery, Workspace};
 
 pub(super) fn date(t: Option<i64>) -> String {
@@ -119,5 +119,6 @@ pub(super) fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, T
     if let Some(note) = &page.note {
         let _ = writeln!(text, "Note: {note}.");
     }
-    Ok(ToolOutput::new(text, &page))
+    let items = page.hits.iter().filter_map(Locator::of_hit);
+    Ok(ToolOutput::new(text, &page).with_items(items))
 }

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{date, limit, parse_date, run_search};
-use crate::tools::{Tool, ToolError, ToolOutput};
+use crate::tools::{Locator, Tool, ToolError, ToolOutput};
 use crate::workspace::{Kind, SearchQuery, Workspace};
 
 /// A commit's diff shown at most.
@@ -92,7 +92,8 @@ impl Tool for SearchCommits {
                 c.summary
             );
         }
-        Ok(ToolOutput::new(out, &commits))
+        let items = commits.iter().map(|c| Locator::commit(&c.repo, &c.hash));
+        Ok(ToolOutput::new(out, &commits).with_items(items))
     }
 }
 
@@ -139,7 +140,8 @@ impl Tool for ShowCommit {
                 out.push_str("\n[diff cut; read the files for the rest]\n");
             }
         }
-        Ok(ToolOutput::new(out, &c))
+        let commit = Locator::commit(&s.repo, &s.hash);
+        Ok(ToolOutput::new(out, &c).with_items([commit]))
     }
 }
 

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{clip, date, limit, run_search};
-use crate::tools::{Tool, ToolError, ToolOutput};
+use crate::tools::{Locator, Tool, ToolError, ToolOutput};
 use crate::workspace::{Kind, SearchQuery, Workspace};
 
 /// Comments shown with an issue at most.
@@ -190,7 +190,8 @@ fn issue_text(
             d.comments_omitted
         );
     }
-    Ok(ToolOutput::new(out, &d))
+    let item = Locator::issue_or_pr(&d.repo, d.number, d.is_pr);
+    Ok(ToolOutput::new(out, &d).with_items([item]))
 }
 
 /// Read an issue: its description and its comments.

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{limit, parse_date, run_search};
-use crate::tools::{Tool, ToolError, ToolOutput};
+use crate::tools::{Locator, Tool, ToolError, ToolOutput};
 use crate::workspace::grep::GrepQuery;
 use crate::workspace::{Kind, SearchQuery, Workspace};
 
@@ -161,6 +161,10 @@ impl Tool for SearchCode {
                 "More matches exist: narrow with path, or search for something more specific.\n",
             );
         }
-        Ok(ToolOutput::new(out, &result))
+        let items = result.hits.iter().map(|h| {
+            let line = usize::try_from(h.line).ok();
+            Locator::file(&h.repo, &h.path, line)
+        });
+        Ok(ToolOutput::new(out, &result).with_items(items))
     }
 }
