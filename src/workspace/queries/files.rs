@@ -1,0 +1,166 @@
+//! Reading indexed files: a slice of a file's lines, and the entries of a directory.
+
+use std::collections::BTreeMap;
+
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+
+use super::{confined, safe_relative};
+use crate::workspace::{db_err, Repo, Workspace, WorkspaceError};
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileSlice {
+    pub repo: String,
+    pub path: String,
+    pub language: Option<String>,
+    pub total_lines: usize,
+    pub start_line: usize,
+    pub end_line: usize,
+    /// The lines, without numbers.
+    pub lines: Vec<String>,
+    /// The slice was cut to the size limit; `end_line` is where it stops.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DirEntry {
+    pub name: String,
+    pub is_dir: bool,
+    /// Files below a directory, or the lines of a file.
+    pub size: i64,
+}
+
+impl Workspace {
+    /// Lines `start..=end` (1-based) of an indexed file, at most `max_lines` and `max_bytes`.
+    pub fn read_file(
+        &self,
+        repo: Option<&str>,
+        path: &str,
+        start: Option<usize>,
+        end: Option<usize>,
+        max_lines: usize,
+        max_bytes: usize,
+    ) -> Result<FileSlice, WorkspaceError> {
+        let repo = self.resolve_repo(repo)?;
+        let rel = safe_relative(path)?;
+        let root = repo.root.clone().ok_or_else(|| {
+            WorkspaceError::Refused(format!(
+                "{} has no local files (it holds imported issues only)",
+                repo.name
+            ))
+        })?;
+        let conn = self.conn();
+        let language: Option<Option<String>> = conn
+            .query_row(
+                "SELECT language FROM files WHERE repo_id = ?1 AND path = ?2",
+                params![repo.id, rel],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err("finding a file"))?;
+        let Some(language) = language else {
+            let skipped: Option<String> = conn
+                .query_row(
+                    "SELECT reason FROM skipped_files WHERE repo_id = ?1 AND path = ?2",
+                    params![repo.id, rel],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(db_err("finding a file"))?;
+            return Err(match skipped {
+                Some(reason) => WorkspaceError::Refused(format!("{rel} is not indexed ({reason})")),
+                None => WorkspaceError::NotFound(format!("{rel} in {}", repo.name)),
+            });
+        };
+        drop(conn);
+        let abs = confined(&root, &rel)?;
+        let bytes = std::fs::read(&abs).map_err(|source| WorkspaceError::Io {
+            path: abs.clone(),
+            source,
+        })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let all: Vec<&str> = text.lines().collect();
+        let total = all.len();
+        let start = start.unwrap_or(1).max(1);
+        if total > 0 && start > total {
+            return Err(WorkspaceError::BadQuery(format!(
+                "{rel} has {total} lines; start_line {start} is past the end"
+            )));
+        }
+        let end = end.unwrap_or(total).min(total).max(start.saturating_sub(1));
+        let mut lines = Vec::new();
+        let mut bytes_used = 0;
+        let mut truncated = false;
+        for line in all.iter().take(end).skip(start - 1) {
+            if lines.len() >= max_lines || bytes_used + line.len() > max_bytes {
+                truncated = true;
+                break;
+            }
+            bytes_used += line.len() + 1;
+            lines.push((*line).to_string());
+        }
+        let end_line = start + lines.len() - usize::from(!lines.is_empty());
+        Ok(FileSlice {
+            repo: repo.name,
+            path: rel,
+            language,
+            total_lines: total,
+            start_line: start,
+            end_line: if lines.is_empty() { start } else { end_line },
+            lines,
+            truncated,
+        })
+    }
+
+    /// The indexed entries directly inside `dir` ("" for the root).
+    pub fn list_directory(
+        &self,
+        repo: Option<&str>,
+        dir: &str,
+    ) -> Result<(Repo, String, Vec<DirEntry>), WorkspaceError> {
+        let repo = self.resolve_repo(repo)?;
+        let rel = safe_relative(dir)?;
+        let prefix = if rel.is_empty() {
+            String::new()
+        } else {
+            format!("{rel}/")
+        };
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT path, lines FROM files WHERE repo_id = ?1 AND substr(path, 1, length(?2)) = ?2 ORDER BY path",
+            )
+            .map_err(db_err("listing a directory"))?;
+        let rows: Vec<(String, i64)> = stmt
+            .query_map(params![repo.id, prefix], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err("listing a directory"))?
+            .collect::<Result<_, _>>()
+            .map_err(db_err("listing a directory"))?;
+        let mut entries: BTreeMap<(bool, String), i64> = BTreeMap::new();
+        for (path, lines) in rows {
+            let rest = &path[prefix.len()..];
+            match rest.split_once('/') {
+                // Directories first: (false, name) sorts before (true, name).
+                Some((d, _)) => *entries.entry((false, d.to_string())).or_default() += 1,
+                None => {
+                    entries.insert((true, rest.to_string()), lines);
+                }
+            }
+        }
+        if entries.is_empty() && !rel.is_empty() {
+            return Err(WorkspaceError::NotFound(format!(
+                "directory {rel} in {}",
+                repo.name
+            )));
+        }
+        let list = entries
+            .into_iter()
+            .map(|((is_file, name), size)| DirEntry {
+                name,
+                is_dir: !is_file,
+                size,
+            })
+            .collect();
+        Ok((repo, rel, list))
+    }
+}

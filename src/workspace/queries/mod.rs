@@ -1,0 +1,116 @@
+//! The structured lookups behind the agent's tools: files, directories, commits, issues,
+//! pull requests and people. Every file access is confined to indexed files of indexed
+//! repositories.
+//!
+//! This module owns which repository a lookup means and the checks every path from the model
+//! passes. The parts each own one kind of lookup: `files` (file slices and directories),
+//! `commits`, `issues` (issues and pull requests with their comments) and `people`.
+
+mod commits;
+mod files;
+mod issues;
+mod people;
+
+use std::path::{Component, Path, PathBuf};
+
+use super::{Repo, Workspace, WorkspaceError};
+
+pub use commits::{CommitDetail, CommitFile, CommitSummary};
+pub use files::{DirEntry, FileSlice};
+pub use issues::{CommentDetail, IssueDetail};
+pub use people::{Changer, Member};
+
+/// Checks a path given by the model: relative, no `..`, no root or drive prefix.
+fn safe_relative(path: &str) -> Result<String, WorkspaceError> {
+    let p = Path::new(path);
+    if p.is_absolute() || path.starts_with('/') || path.starts_with('\\') {
+        return Err(WorkspaceError::Refused(format!(
+            "{path:?} is absolute; give a path relative to the repository root"
+        )));
+    }
+    let mut parts = Vec::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_string_lossy().to_string()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(WorkspaceError::Refused(format!(
+                    "{path:?} leaves the repository (\"..\" is not allowed)"
+                )))
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(WorkspaceError::Refused(format!(
+                    "{path:?} is absolute; give a path relative to the repository root"
+                )))
+            }
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// The absolute path of an indexed file, checked to stay inside the repository even through
+/// symbolic links.
+fn confined(root: &Path, rel: &str) -> Result<PathBuf, WorkspaceError> {
+    let root = std::fs::canonicalize(root).map_err(|source| WorkspaceError::Io {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    let full = root.join(rel);
+    let real = std::fs::canonicalize(&full).map_err(|source| WorkspaceError::Io {
+        path: full.clone(),
+        source,
+    })?;
+    if !real.starts_with(&root) {
+        return Err(WorkspaceError::Refused(format!(
+            "{rel} points outside the repository (a symbolic link to {})",
+            real.display()
+        )));
+    }
+    Ok(real)
+}
+
+impl Workspace {
+    /// The repository a tool means: the one named, or the only one there is.
+    pub fn resolve_repo(&self, name: Option<&str>) -> Result<Repo, WorkspaceError> {
+        match name {
+            Some(n) => self.repo(n),
+            None => {
+                let repos = self.repos()?;
+                match repos.len() {
+                    0 => Err(WorkspaceError::Refused(
+                        "the workspace has no repositories yet".into(),
+                    )),
+                    1 => Ok(repos
+                        .into_iter()
+                        .next()
+                        .ok_or_else(|| WorkspaceError::Refused("no repository".into()))?),
+                    _ => Err(WorkspaceError::BadQuery(format!(
+                        "there are several repositories ({}); say which with \"repo\"",
+                        repos
+                            .iter()
+                            .map(|r| r.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_only() {
+        assert_eq!(safe_relative("src/./main.rs").unwrap(), "src/main.rs");
+        assert_eq!(safe_relative("").unwrap(), "");
+        for bad in ["/etc/passwd", "../x", "src/../../x", "\\\\server\\share"] {
+            assert!(
+                matches!(safe_relative(bad), Err(WorkspaceError::Refused(_))),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! Which matches a search ranks: all of them when they are few, and otherwise a part chosen
+//! from how many rows hold each word (counted once per database state), which the page then
+//! names.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension};
+
+use super::query::{group, Clause, Phrase};
+use super::sql::{count_upto, PostFilter};
+use crate::workspace::rank;
+use crate::workspace::{db_err, WorkspaceError};
+
+/// How many matching rows one search ranks at most. Ranking costs about a microsecond and a
+/// half per row here, so a search stays within a few tens of milliseconds however common its
+/// words are; most searches match fewer rows and rank them all.
+pub(crate) const RANK_ROWS: usize = 12_000;
+
+/// Given to `burrow_rank` for a phrase that only narrows the matches: it weighs nothing.
+const WEIGHS_NOTHING: f64 = 1e18;
+
+/// An FTS5 expression with the row count of each of its phrases, in order, for `burrow_rank`.
+#[derive(Debug, Clone)]
+pub(super) struct Expr {
+    pub(super) text: String,
+    pub(super) rows: Vec<f64>,
+}
+
+impl Expr {
+    /// The words joined by `op`, looked for in the text columns only (never among the facets),
+    /// and every facet group required.
+    pub(super) fn new(clauses: &[&Clause], op: &str, facets: &[Vec<Phrase>]) -> Self {
+        let mut rows = Vec::new();
+        let words: Vec<String> = clauses
+            .iter()
+            .map(|c| {
+                rows.extend(c.phrases.iter().map(|p| p.rows));
+                group(c.phrases.iter().map(|p| p.quoted.clone()))
+            })
+            .collect();
+        let mut text = format!("{{title body terms}} : ({})", words.join(op));
+        for f in facets {
+            rows.extend(f.iter().map(|p| p.rows));
+            text.push_str(" AND ");
+            text.push_str(&group(f.iter().map(|p| format!("facets : {}", p.quoted))));
+        }
+        Expr { text, rows }
+    }
+
+    /// Only the rows with at least one of `narrow`, ranked by all of `clauses` (the narrowing
+    /// phrases weigh nothing, so each word counts once).
+    fn narrowed(narrow: &[&Clause], clauses: &[&Clause], facets: &[Vec<Phrase>]) -> Self {
+        let inner = Expr::new(clauses, " OR ", &[]);
+        let mut rows: Vec<f64> = narrow
+            .iter()
+            .flat_map(|c| c.phrases.iter().map(|_| WEIGHS_NOTHING))
+            .collect();
+        rows.extend(inner.rows);
+        let narrow_words: Vec<String> = narrow
+            .iter()
+            .map(|c| group(c.phrases.iter().map(|p| p.quoted.clone())))
+            .collect();
+        let mut text = format!(
+            "{{title body terms}} : (({}) AND ({}))",
+            narrow_words.join(" OR "),
+            clauses
+                .iter()
+                .map(|c| group(c.phrases.iter().map(|p| p.quoted.clone())))
+                .collect::<Vec<_>>()
+                .join(" OR ")
+        );
+        for f in facets {
+            rows.extend(f.iter().map(|p| p.rows));
+            text.push_str(" AND ");
+            text.push_str(&group(f.iter().map(|p| format!("facets : {}", p.quoted))));
+        }
+        Expr { text, rows }
+    }
+}
+
+/// Which matches a search ranks, and so what the page tells the user.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Scope {
+    /// All of them (fewer than `RANK_ROWS`).
+    Whole,
+    /// Those with at least one of the rarer words (`rare`); a match with only the very common
+    /// ones cannot rank high.
+    Narrowed {
+        rare: Vec<String>,
+        common: Vec<String>,
+    },
+    /// Those with every word, all of which are very common (`common` names them).
+    Every { common: Vec<String> },
+    /// The newest `RANK_ROWS`.
+    Newest { common: Vec<String> },
+}
+
+impl Scope {
+    /// What to tell the user, given how many matches were ranked, the window, and whether
+    /// this is the last page.
+    pub(super) fn note(&self, ranked: usize, window: usize, last_page: bool) -> Option<String> {
+        match self {
+            Scope::Whole => None,
+            // Said once the results with the rarer words run out, where the user would
+            // otherwise expect the rest.
+            Scope::Narrowed { rare, common } => last_page.then(|| {
+                format!(
+                    "only results with {} are ranked: {} alone match too many to rank",
+                    rare.join(" or "),
+                    common.join(", ")
+                )
+            }),
+            Scope::Every { common } => Some(format!(
+                "every word is very common ({}): ranked only {}results that have all of them",
+                common.join(", "),
+                if ranked >= window {
+                    format!("the newest {window} ")
+                } else {
+                    String::new()
+                }
+            )),
+            Scope::Newest { common } => Some(format!(
+                "the words are very common ({}): ranked only the newest {window} matches; \
+                 add rarer words or filters to reach older ones",
+                common.join(", ")
+            )),
+        }
+    }
+}
+
+/// Row counts of phrases, kept while the database is unchanged. FTS5 stores no document
+/// frequencies: the vocabulary table counts a word's rows by walking its whole list, several
+/// milliseconds for a word in most of 100,000 issues, and the words people search for repeat.
+#[derive(Debug, Default)]
+pub(crate) struct PhraseRows {
+    /// The database state the counts hold for: `PRAGMA data_version` (moves when another
+    /// connection commits) and this connection's total changes.
+    stamp: (i64, u64),
+    rows: HashMap<String, f64>,
+}
+
+/// Phrases remembered at most; past that the cache starts again.
+const PHRASE_CACHE: usize = 4096;
+
+impl PhraseRows {
+    pub(super) fn get(&mut self, conn: &Connection, phrase: &str) -> Result<f64, WorkspaceError> {
+        let version: i64 = conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))
+            .map_err(db_err("reading the data version"))?;
+        let stamp = (version, conn.total_changes());
+        if stamp != self.stamp || self.rows.len() >= PHRASE_CACHE {
+            self.rows.clear();
+            self.stamp = stamp;
+        }
+        if let Some(&n) = self.rows.get(phrase) {
+            return Ok(n);
+        }
+        let n = phrase_rows(conn, phrase)?;
+        self.rows.insert(phrase.to_string(), n);
+        Ok(n)
+    }
+}
+
+/// How many rows hold each phrase, from the index's vocabulary. A phrase of several words is
+/// counted when its rarest word is rare enough to make that cheap, and otherwise taken to be
+/// as common as that word (an upper bound).
+fn phrase_rows(conn: &Connection, phrase: &str) -> Result<f64, WorkspaceError> {
+    let mut rarest: Option<i64> = None;
+    for token in rank::query_tokens(conn, phrase)? {
+        let n: i64 = conn
+            .prepare_cached("SELECT doc FROM docs_vocab WHERE term = ?1")
+            .and_then(|mut st| st.query_row([&token], |r| r.get(0)).optional())
+            .map_err(db_err("reading the vocabulary"))?
+            .unwrap_or(0);
+        rarest = Some(rarest.map_or(n, |r| r.min(n)));
+    }
+    let rarest = rarest.unwrap_or(0);
+    if phrase.contains(' ') && (rarest as usize) <= RANK_ROWS {
+        let expr = Expr {
+            text: format!("{{title body terms}} : \"{phrase}\""),
+            rows: Vec::new(),
+        };
+        return Ok(count_upto(conn, &expr, &PostFilter::default(), RANK_ROWS + 1)? as f64);
+    }
+    Ok(rarest as f64)
+}
+
+/// Chooses what to rank so that no query, however common its words, ranks more than
+/// `RANK_ROWS` rows. Most queries match fewer and are ranked whole. Otherwise, as Lucene's
+/// common-terms query does: the rows with at least one of the rarer words are ranked by all the
+/// words (a row with only very common words cannot score high); when every word is common, the
+/// rows with all of them; and when even those are too many, the newest matches, which the page
+/// says.
+pub(super) fn plan(
+    conn: &Connection,
+    clauses: &[Clause],
+    facets: &[Vec<Phrase>],
+    post: &PostFilter,
+    window: usize,
+) -> Result<(Expr, Scope), WorkspaceError> {
+    let all: Vec<&Clause> = clauses.iter().collect();
+    let any = Expr::new(&all, " OR ", facets);
+    // Bounds from the vocabulary first: no query at all for most searches.
+    let words_bound: f64 = clauses.iter().map(Clause::rows).sum();
+    let facet_bound = facets
+        .iter()
+        .map(|f| f.iter().map(|p| p.rows).sum::<f64>())
+        .fold(f64::INFINITY, f64::min);
+    if words_bound.min(facet_bound) <= window as f64 {
+        return Ok((any, Scope::Whole));
+    }
+    // Unfiltered, one word alone in too many rows settles it (a one-word phrase's count is
+    // exact); filtered, count.
+    let surely_many = facets.is_empty()
+        && post.is_empty()
+        && clauses.iter().any(|c| {
+            c.phrases
+                .iter()
+                .any(|p| !p.quoted.contains(' ') && p.rows >= window as f64)
+        });
+    if !surely_many && count_upto(conn, &any, post, window)? < window {
+        return Ok((any, Scope::Whole));
+    }
+
+    let mut by_rows = all.clone();
+    by_rows.sort_by(|a, b| a.rows().total_cmp(&b.rows()));
+    let mut rare: Vec<&Clause> = Vec::new();
+    let mut total = 0.0;
+    for c in &by_rows {
+        if total + c.rows() > window as f64 {
+            break;
+        }
+        total += c.rows();
+        rare.push(c);
+    }
+    let common: Vec<String> = by_rows
+        .iter()
+        .filter(|c| !rare.contains(c))
+        .map(|c| c.word.clone())
+        .collect();
+    if !rare.is_empty() {
+        return Ok((
+            Expr::narrowed(&rare, &all, facets),
+            Scope::Narrowed {
+                rare: rare.iter().map(|c| c.word.clone()).collect(),
+                common,
+            },
+        ));
+    }
+    if all.len() > 1 {
+        return Ok((Expr::new(&all, " AND ", facets), Scope::Every { common }));
+    }
+    Ok((any, Scope::Newest { common }))
+}

@@ -1,0 +1,180 @@
+//! The statements a search runs over the FTS index: the filters FTS5 cannot apply, counting
+//! matches, and ranking a page of them with `burrow_rank`.
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::Connection;
+
+use super::plan::Expr;
+use super::SearchQuery;
+use crate::workspace::rank;
+use crate::workspace::{db_err, WorkspaceError};
+
+/// The filters FTS5 cannot apply (path glob, dates), as SQL over `docs`.
+#[derive(Default)]
+pub(super) struct PostFilter {
+    sql: String,
+    args: Vec<SqlValue>,
+}
+
+impl PostFilter {
+    pub(super) fn from_query(q: &SearchQuery) -> Self {
+        let mut f = PostFilter::default();
+        if let Some(glob) = &q.path {
+            // A glob with no slash matches the file name anywhere in the tree.
+            let glob = if glob.contains('/') {
+                glob.clone()
+            } else {
+                format!("*{glob}")
+            };
+            f.sql.push_str(" AND docs.path GLOB ?");
+            f.args.push(SqlValue::Text(glob));
+        }
+        if let Some(since) = q.since {
+            f.sql.push_str(" AND docs.time >= ?");
+            f.args.push(SqlValue::Integer(since));
+        }
+        if let Some(until) = q.until {
+            f.sql.push_str(" AND docs.time < ?");
+            f.args.push(SqlValue::Integer(until));
+        }
+        f
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.sql.is_empty()
+    }
+
+    /// `FROM` and `WHERE` for the matches of one expression: its `?` first, then the filter's.
+    fn tables_and_conditions(&self) -> String {
+        let join = if self.sql.is_empty() {
+            ""
+        } else {
+            " JOIN docs ON docs.id = docs_fts.rowid"
+        };
+        format!("FROM docs_fts{join} WHERE docs_fts MATCH ?{}", self.sql)
+    }
+
+    fn args(&self, expr: &str) -> Vec<SqlValue> {
+        let mut args = vec![SqlValue::Text(expr.to_string())];
+        args.extend(self.args.iter().cloned());
+        args
+    }
+}
+
+/// How many rows match, counting no further than `upto` (cheap: no ranking).
+pub(super) fn count_upto(
+    conn: &Connection,
+    expr: &Expr,
+    post: &PostFilter,
+    upto: usize,
+) -> Result<usize, WorkspaceError> {
+    let sql = format!(
+        "SELECT count(*) FROM (SELECT 1 {} LIMIT ?)",
+        post.tables_and_conditions()
+    );
+    let mut args = post.args(&expr.text);
+    args.push(SqlValue::Integer(upto as i64));
+    let n: i64 = conn
+        .prepare_cached(&sql)
+        .and_then(|mut st| st.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0)))
+        .map_err(db_err("counting matches"))?;
+    Ok(n as usize)
+}
+
+/// A page of ranked matches as read from the database, before snippets.
+pub(super) type RawHit = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    f64,
+    String,
+);
+
+/// Ranks the matches of `expr` and reads the page's rows. With a window: only the newest
+/// that many matches, in one pass (FTS5 walks them newest first and stops there), and says how
+/// many were ranked (when the page is not empty). Ranking happens on rowids alone: SQLite's
+/// sorter would otherwise carry every match's text.
+pub(super) fn rank_page(
+    conn: &Connection,
+    expr: &Expr,
+    post: &PostFilter,
+    window: Option<usize>,
+    limit: usize,
+    offset: usize,
+) -> Result<(Vec<RawHit>, Option<usize>), WorkspaceError> {
+    let row_args = vec!["?"; expr.rows.len()].join(", ");
+    let score = format!(
+        "{}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args})",
+        rank::RANK_FUNCTION
+    );
+    let matches = post.tables_and_conditions();
+    // Unwindowed, SQLite keeps only the best `limit` while scanning; windowed, the window is
+    // kept to be counted as well.
+    let top = if window.is_some() {
+        format!(
+            "m AS MATERIALIZED (SELECT docs_fts.rowid AS id, {score} AS score {matches}
+                                ORDER BY docs_fts.rowid DESC LIMIT ?),
+             top AS (SELECT id, score FROM m ORDER BY score LIMIT ? OFFSET ?)"
+        )
+    } else {
+        format!(
+            "top AS (SELECT docs_fts.rowid AS id, {score} AS score {matches}
+                     ORDER BY score LIMIT ? OFFSET ?)"
+        )
+    };
+    let ranked_sql = if window.is_some() {
+        "(SELECT count(*) FROM m)"
+    } else {
+        "-1"
+    };
+    let sql = format!(
+        "WITH {top}
+         SELECT docs.kind, repos.name, docs.title, docs.path, docs.line, docs.number,
+                docs.comment_id, docs.hash, docs.state, docs.author, docs.time, top.score,
+                docs.body, {ranked_sql}
+         FROM top JOIN docs ON docs.id = top.id JOIN repos ON repos.id = docs.repo_id
+         ORDER BY top.score"
+    );
+    let mut args: Vec<SqlValue> = expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
+    args.extend(post.args(&expr.text));
+    if let Some(w) = window {
+        args.push(SqlValue::Integer(w as i64));
+    }
+    args.push(SqlValue::Integer(limit as i64));
+    args.push(SqlValue::Integer(offset as i64));
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(db_err("preparing a search"))?;
+    let mut ranked = None;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            ranked = usize::try_from(r.get::<_, i64>(13)?).ok();
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+                r.get(8)?,
+                r.get(9)?,
+                r.get(10)?,
+                r.get(11)?,
+                r.get(12)?,
+            ))
+        })
+        .map_err(db_err("searching"))?
+        .collect::<Result<Vec<RawHit>, _>>()
+        .map_err(db_err("searching"))?;
+    Ok((rows, ranked))
+}

@@ -1,0 +1,222 @@
+//! A git repository indexed, searched (with every filter and page), grepped, and indexed again
+//! after changes.
+
+use burrow::workspace::grep::GrepQuery;
+use burrow::workspace::{Kind, SearchQuery};
+
+use crate::common::git;
+use crate::{build_repo, open, search, BOB};
+
+#[test]
+fn indexes_files_commits_and_refs_of_a_git_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = build_repo(dir.path());
+    let ws = open(&dir.path().join("home"));
+    let r = ws.add_repo(&repo, None).unwrap();
+    assert_eq!(r.name, "demo");
+    assert!(r.is_git);
+    let mut events = Vec::new();
+    let report = ws.index_repo("demo", &mut |e| events.push(e)).unwrap();
+    assert!(!report.plain_folder);
+    // src/main.rs, src/lib.rs, src/net.rs, README.md, docs/guide.md, .gitignore
+    assert_eq!(report.files_indexed, 6, "{report:?}");
+    assert_eq!(report.commits_added, 3);
+    assert_eq!(report.files_skipped.get("binary"), Some(&1));
+    assert_eq!(report.files_skipped.get("larger than 1 MiB"), Some(&1));
+    assert_eq!(report.files_skipped.get("symbolic link"), Some(&1));
+    assert_eq!(report.files_skipped.get("file name is not UTF-8"), Some(&1));
+    assert!(events.iter().any(|e| matches!(e, burrow::workspace::IndexEvent::Progress { done, total, .. } if done == total)));
+
+    let status = ws.status().unwrap();
+    assert_eq!(status[0].commits, 3);
+    assert_eq!(status[0].branches, 1);
+    assert_eq!(status[0].tags, 1);
+
+    // Identifier-aware search: every spelling finds both definitions.
+    for q in ["parse_args", "ParseArgs", "parse"] {
+        let hits = search(&ws, q, &[Kind::Code]);
+        let paths: Vec<&str> = hits.iter().filter_map(|h| h.path.as_deref()).collect();
+        assert!(
+            paths.contains(&"src/main.rs") && paths.contains(&"src/lib.rs"),
+            "{q}: {paths:?}"
+        );
+    }
+    // The location is the line of the match.
+    let hits = search(&ws, "from_env", &[Kind::Code]);
+    let lib = hits
+        .iter()
+        .find(|h| h.path.as_deref() == Some("src/lib.rs"))
+        .unwrap();
+    assert_eq!(lib.line, Some(7));
+    assert!(lib.snippet.contains("«from_env»"), "{}", lib.snippet);
+    // Documents are split at headings.
+    let hits = search(&ws, "config file retry limit", &[Kind::Doc]);
+    assert_eq!(hits[0].path.as_deref(), Some("README.md"));
+    assert_eq!(hits[0].title, "Configuration");
+    assert_eq!(
+        hits[0].line,
+        Some(9),
+        "the heading line, where the section and the match start"
+    );
+    // Commits, with their changed files.
+    let hits = search(&ws, "retries downloads", &[Kind::Commit]);
+    assert_eq!(hits[0].title, "Add downloads with retries");
+    assert_eq!(hits[0].author.as_deref(), Some("Bob Builder"));
+    // Ignored and skipped files are not searchable.
+    assert!(search(&ws, "hunter2", &[]).is_empty());
+    assert!(search(&ws, "outside repository", &[]).is_empty());
+
+    // Filters.
+    let by_path = ws
+        .search(&SearchQuery {
+            text: "download".into(),
+            path: Some("src/*.rs".into()),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(by_path
+        .hits
+        .iter()
+        .all(|h| h.path.as_deref().unwrap_or("").starts_with("src/")));
+    let by_author = ws
+        .search(&SearchQuery {
+            text: "retries".into(),
+            kinds: vec![Kind::Commit],
+            author: Some("ann author".into()),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(!by_author.hits.is_empty());
+    assert!(
+        by_author
+            .hits
+            .iter()
+            .all(|h| h.author.as_deref() == Some("Ann Author")),
+        "only Ann's commits: {:?}",
+        by_author.hits
+    );
+    let since = chrono::NaiveDate::from_ymd_opt(2024, 2, 15)
+        .unwrap()
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc()
+        .timestamp();
+    let recent = ws
+        .search(&SearchQuery {
+            text: "retry retries".into(),
+            kinds: vec![Kind::Commit],
+            since: Some(since),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(recent.hits.len(), 1);
+    assert_eq!(recent.hits[0].title, "Document the retry limit");
+    // Pagination.
+    let p1 = ws
+        .search(&SearchQuery {
+            text: "parse args download retries".into(),
+            limit: 2,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(p1.hits.len(), 2);
+    let p2 = ws
+        .search(&SearchQuery {
+            text: "parse args download retries".into(),
+            limit: 2,
+            offset: p1.next_offset.unwrap(),
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(p2.hits.iter().all(|h| !p1.hits.contains(h)));
+
+    // Exact and regex search over the files.
+    let g = ws
+        .grep(&GrepQuery {
+            pattern: "connection refused".into(),
+            regex: false,
+            case_sensitive: true,
+            repo: None,
+            path: None,
+            limit: 10,
+        })
+        .unwrap();
+    assert_eq!(g.hits.len(), 1);
+    assert_eq!((g.hits[0].path.as_str(), g.hits[0].line), ("src/net.rs", 3));
+    let g = ws
+        .grep(&GrepQuery {
+            pattern: r"fn \w+_args".into(),
+            regex: true,
+            case_sensitive: true,
+            repo: None,
+            path: Some("*.rs".into()),
+            limit: 10,
+        })
+        .unwrap();
+    assert_eq!(g.hits.len(), 1);
+    assert!(ws
+        .grep(&GrepQuery {
+            pattern: "(".into(),
+            regex: true,
+            case_sensitive: true,
+            repo: None,
+            path: None,
+            limit: 10
+        })
+        .is_err());
+}
+
+#[test]
+fn reindexing_is_incremental() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = build_repo(dir.path());
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("demo", &mut |_| {}).unwrap();
+    let docs_before = ws.status().unwrap()[0].documents;
+
+    let again = ws.index_repo("demo", &mut |_| {}).unwrap();
+    assert_eq!(
+        (
+            again.files_indexed,
+            again.commits_added,
+            again.files_removed
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(again.files_unchanged, 6);
+    assert_eq!(ws.status().unwrap()[0].documents, docs_before);
+
+    // Change one file, delete one, add a commit.
+    std::fs::write(repo.join("src/lib.rs"), "pub struct Options;\n").unwrap();
+    std::fs::remove_file(repo.join("docs/guide.md")).unwrap();
+    git(
+        &repo,
+        &["commit", "-q", "-am", "Rename to Options"],
+        "2024-04-01T10:00:00Z",
+        BOB,
+    );
+    let r = ws.index_repo("demo", &mut |_| {}).unwrap();
+    assert_eq!(
+        (r.files_indexed, r.files_removed, r.commits_added),
+        (1, 1, 1),
+        "{r:?}"
+    );
+    assert!(
+        search(&ws, "exponential backoff", &[Kind::Doc]).is_empty(),
+        "the deleted file left the index"
+    );
+    let lib_hits = search(&ws, "ParseArgs", &[Kind::Code]);
+    assert!(lib_hits
+        .iter()
+        .all(|h| h.path.as_deref() != Some("src/lib.rs")));
+    // Touching a file without changing it re-reads it but indexes nothing.
+    let content = std::fs::read(repo.join("src/main.rs")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(repo.join("src/main.rs"), content).unwrap();
+    let r = ws.index_repo("demo", &mut |_| {}).unwrap();
+    assert_eq!(r.files_indexed, 0);
+}

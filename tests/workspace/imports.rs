@@ -1,0 +1,208 @@
+//! Issue and pull request exports: the real bitcoin-core/gui backup, recorded REST pages, and
+//! broken exports that import nothing.
+
+use burrow::workspace::{Kind, SearchQuery, WorkspaceError};
+
+use crate::{fixtures, open, search};
+
+#[test]
+fn the_bitcoin_core_gui_backup_imports_and_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    let report = ws
+        .import(
+            &fixtures().join("bitcoin-core-gui-backup"),
+            "bitcoin-core/gui",
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!((report.issues, report.pull_requests), (341, 537));
+    assert!(report.comments > 5000, "{report:?}");
+    let status = &ws.status().unwrap()[0];
+    assert_eq!((status.issues, status.pull_requests), (341, 537));
+    let comments = status.comments;
+
+    // Re-importing updates, never duplicates.
+    ws.import(
+        &fixtures().join("bitcoin-core-gui-backup/pulls/138.json"),
+        "bitcoin-core/gui",
+        &mut |_| {},
+    )
+    .unwrap();
+    let again = ws
+        .import(
+            &fixtures().join("bitcoin-core-gui-backup"),
+            "bitcoin-core/gui",
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!(again.issues, 341);
+    let status = &ws.status().unwrap()[0];
+    assert_eq!(
+        (status.issues, status.pull_requests, status.comments),
+        (341, 537, comments)
+    );
+
+    // A paraphrase finds the issue among the top results.
+    for (query, number) in [
+        ("traffic graph legend has no colors with some themes", 371),
+        ("transaction list sort order is wrong by default", 244),
+        (
+            "new encrypted wallet cannot generate a receiving address",
+            105,
+        ),
+        (
+            "only one notification shown for several wallet transactions",
+            853,
+        ),
+        ("crash in QTimer stop on mac release candidate", 779),
+    ] {
+        let hits = search(&ws, query, &[Kind::Issue]);
+        let top: Vec<i64> = hits.iter().take(5).filter_map(|h| h.number).collect();
+        assert!(
+            top.contains(&number),
+            "{query:?}: #{number} not in the top 5: {top:?}"
+        );
+    }
+    // Pull request details: merged state, reviews.
+    let pr = ws.issue(Some("bitcoin-core/gui"), 138, 50).unwrap();
+    assert!(pr.is_pr);
+    assert_eq!(pr.state, "merged");
+    assert!(pr
+        .comments
+        .iter()
+        .any(|c| c.kind == "review" && c.review_state.as_deref() == Some("APPROVED")));
+    // Filters over issues.
+    let open_only = ws
+        .search(&SearchQuery {
+            text: "wallet".into(),
+            kinds: vec![Kind::Issue],
+            state: Some("open".into()),
+            limit: 20,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(
+        !open_only.hits.is_empty()
+            && open_only
+                .hits
+                .iter()
+                .all(|h| h.state.as_deref() == Some("open"))
+    );
+    let labelled = ws
+        .search(&SearchQuery {
+            text: "wallet".into(),
+            label: Some("Bug".into()),
+            limit: 20,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(!labelled.hits.is_empty());
+    let by_author = ws
+        .search(&SearchQuery {
+            text: "wallet".into(),
+            author: Some("hebasto".into()),
+            limit: 20,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(by_author
+        .hits
+        .iter()
+        .all(|h| h.author.as_deref().map(str::to_lowercase) == Some("hebasto".into())));
+}
+
+#[test]
+fn rest_pages_from_recorded_github_traffic_import() {
+    // The recorded responses of GET /repos/{owner}/{repo}/issues, written one after another as
+    // `gh api --paginate` prints them.
+    let raw: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("octokit-rest/paginate-issues/raw-fixture.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let pages: Vec<String> = raw
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["method"] == "get" && r["path"].as_str().unwrap_or("").contains("/issues"))
+        .map(|r| serde_json::to_string(&r["response"]).unwrap())
+        .collect();
+    assert!(pages.len() >= 5);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("issues.json");
+    std::fs::write(&file, pages.join("\n")).unwrap();
+    let ws = open(dir.path());
+    let report = ws
+        .import(&file, "octokit-fixture-org/paginate-issues", &mut |_| {})
+        .unwrap();
+    assert_eq!(report.issues + report.pull_requests, 13);
+}
+
+#[test]
+fn a_broken_import_names_the_problem_and_imports_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let export = dir.path().join("export");
+    std::fs::create_dir_all(&export).unwrap();
+    std::fs::copy(
+        fixtures().join("bitcoin-core-gui-backup/issues/1.json"),
+        export.join("1.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        export.join("2.json"),
+        "{\"type\": \"issue\", \"issue\": {\"number\": 2,\n  \"title\": \"x\",",
+    )
+    .unwrap();
+    let ws = open(dir.path());
+    let e = ws
+        .import(&export, "o/r", &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("2.json") && e.contains("line 2"), "{e}");
+    assert!(
+        ws.repos().unwrap().is_empty(),
+        "nothing was imported, not even the repository"
+    );
+    // A wrongly shaped file: valid JSON, but not an export.
+    std::fs::write(
+        export.join("2.json"),
+        "{\"type\": \"issue\", \"issue\": {\"title\": \"no number\"}}",
+    )
+    .unwrap();
+    let e = ws
+        .import(&export, "o/r", &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("2.json") && e.contains("number"), "{e}");
+    assert!(ws.repos().unwrap().is_empty());
+    let e = ws
+        .import(&export.join("1.json"), "not-a-slug", &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(e, WorkspaceError::BadSlug { .. }), "{e}");
+
+    // A re-import that breaks part-way through a REST page leaves the earlier import as it was,
+    // even though the page's first records were read (and written) before the error.
+    let first = ws
+        .import(&export.join("1.json"), "o/r", &mut |_| {})
+        .unwrap();
+    assert_eq!(first.issues + first.pull_requests, 1, "{first:?}");
+    let before = ws.status().unwrap();
+    let page = dir.path().join("page.json");
+    std::fs::write(
+        &page,
+        "[\n{\"number\": 7, \"title\": \"seven\", \"state\": \"open\", \"user\": {\"login\": \"a\"},\n \
+         \"created_at\": \"2024-01-01T00:00:00Z\", \"updated_at\": \"2024-01-01T00:00:00Z\", \"body\": \"b\"},\n\
+         {\"number\": 8, \"title\": oops}\n]",
+    )
+    .unwrap();
+    let e = ws
+        .import(&page, "o/r", &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("page.json") && e.contains("line 4"), "{e}");
+    let after = ws.status().unwrap();
+    assert_eq!(before[0].issues, after[0].issues);
+    assert_eq!(before[0].pull_requests, after[0].pull_requests);
+    assert_eq!(before[0].comments, after[0].comments);
+}
