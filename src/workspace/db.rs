@@ -168,7 +168,7 @@ const MIGRATIONS: &[&str] = &[
     // of joining every match to `docs` and discarding most of them. A value is spelled as the
     // hex of its lowercase bytes with A and E written Q and Z: that alphabet (digits, b c d f q
     // z) has no vowel, `s`, `l` or `y`, so the porter stemmer the index runs leaves every such
-    // token as it is. `facet_token` in search.rs spells them the same way. The index keeps no
+    // token as it is. `facet_token` in search/query.rs spells them the same way. The index keeps no
     // content: search reads the text from `docs` (FTS5 cannot read an external content that
     // needs json_each, and nothing needs FTS5's own copy).
     r#"
