@@ -5,9 +5,9 @@
 //!   `dispatch.rs`: the loop guard, the meta-tools and tool retries; `context.rs`: the prompt's
 //!   messages and the summaries that fold older steps; `state.rs`: what a run carries from step
 //!   to step; `config.rs`, `events.rs`: how a run behaves, what it reports, how it fails.
-//! - `protocol.rs` (the ReAct dialects and their parsers), `grammar.rs` (each step's
+//! - `protocol/` (the ReAct dialects and their parsers), `grammar/` (each step's
 //!   grammar), `prompt.rs` (the prompt template), `meta.rs` (the tools the loop answers
-//!   itself), `todo.rs` (the plan), `hooks.rs`, `record.rs` and `store.rs` (runs as data, and
+//!   itself), `todo/` (the plan), `hooks.rs`, `record.rs` and `store.rs` (runs as data, and
 //!   where they are kept), `bench.rs` (`burrow bench --agent`).
 
 pub mod bench;

@@ -1,5 +1,5 @@
 // The shapes the shell sends, mirroring the core's serde types (src/app, src/agent,
-// src/workspace, src/llm/library.rs). Kept by hand: they are few, and the reducer's tests pin
+// src/workspace, src/llm/library/). Kept by hand: they are few, and the reducer's tests pin
 // them against events captured from the core.
 
 export type RunStatus =

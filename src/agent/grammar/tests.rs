@@ -1,0 +1,244 @@
+//! Tests of the step grammars over every protocol: each is valid, names only the active tools,
+//! accepts the steps the parser reads and nothing else, and matches its snapshot.
+
+use super::*;
+use crate::agent::protocol::PROTOCOLS;
+use crate::agent::todo::PLAN_ITEMS;
+use crate::tools::calculate::CalculateInput;
+use crate::tools::spec_for;
+
+/// Lists things.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct ListInput {
+    /// Which kind.
+    kind: Kind,
+    /// How many.
+    limit: Option<u32>,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum Kind {
+    Issue,
+    Pr,
+}
+
+/// Answers.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct AnswerInput {
+    /// The answer.
+    answer: String,
+}
+
+fn tools() -> Vec<ToolSpec> {
+    vec![
+        spec_for::<CalculateInput>("calculate"),
+        spec_for::<ListInput>("list_things"),
+        spec_for::<AnswerInput>("final_answer"),
+    ]
+}
+
+#[test]
+fn every_protocol_has_a_valid_grammar_for_every_shape() {
+    for p in PROTOCOLS {
+        for allow_final in [true, false] {
+            let g = step_grammar(
+                p,
+                &tools(),
+                StepShape {
+                    allow_final,
+                    todo_patch: true,
+                },
+            )
+            .unwrap();
+            g.validate()
+                .unwrap_or_else(|e| panic!("{} (final {allow_final}): {e}\n{g:?}", p.as_str()));
+        }
+    }
+    // Only a final answer, no tools: fine except for tool-calls, where it is a tool.
+    let only_final = StepShape {
+        allow_final: true,
+        todo_patch: false,
+    };
+    for p in PROTOCOLS {
+        let g = step_grammar(p, &[], only_final);
+        assert_eq!(g.is_ok(), p != Protocol::ToolCalls, "{}", p.as_str());
+    }
+}
+
+#[test]
+fn the_schema_names_only_active_tools_and_their_arguments() {
+    let shape = StepShape {
+        allow_final: false,
+        todo_patch: false,
+    };
+    let Grammar::JsonSchema(s) = step_grammar(Protocol::JsonAction, &tools()[..2], shape).unwrap()
+    else {
+        panic!("json-action has a JSON schema");
+    };
+    let branches = s["oneOf"].as_array().unwrap();
+    assert_eq!(branches.len(), 2);
+    assert_eq!(
+        branches[0]["properties"]["action"]["properties"]["name"]["const"],
+        "calculate"
+    );
+    assert_eq!(
+        branches[1]["properties"]["action"]["properties"]["arguments"]["properties"]["kind"]
+            ["enum"],
+        json!(["issue", "pr"])
+    );
+    assert!(!s.to_string().contains("\"answer\""), "no final form: {s}");
+
+    let Grammar::Lark(g) = step_grammar(Protocol::Text, &tools()[..1], shape).unwrap() else {
+        panic!("text has a Lark grammar");
+    };
+    assert!(g.contains("Action: calculate\\nArgs: "), "{g}");
+    assert!(!g.contains("Final Answer"), "{g}");
+}
+
+#[test]
+fn grammars_accept_well_formed_steps_and_nothing_else() {
+    let shape = StepShape {
+        allow_final: true,
+        todo_patch: true,
+    };
+    let cases: [(Protocol, &[&str], &[&str]); 5] = [
+        (
+            Protocol::JsonTyped,
+            &[
+                r#"{"type": "tool", "thinking": "sum", "tool_name": "calculate", "tool_args": {"expression": "1+1"}}"#,
+                r#"{"type": "final", "thinking": "done", "final": "2", "todo_patch": {"op": "remove", "item_id": "1", "reason": "done"}}"#,
+            ],
+            &[
+                r#"{"type": "tool", "thinking": "x", "tool_name": "rm", "tool_args": {}}"#,
+                r#"{"type": "tool", "thinking": "x", "tool_name": "calculate", "tool_args": {}}"#,
+                r#"{"type": "tool", "thinking": "x", "tool_name": "list_things", "tool_args": {"kind": "commit"}}"#,
+            ],
+        ),
+        (
+            Protocol::JsonAction,
+            &[
+                r#"{"thought": "t", "action": {"name": "list_things", "arguments": {"kind": "pr", "limit": 3}}}"#,
+                r#"{"thought": "t", "answer": "none"}"#,
+            ],
+            &[r#"{"thought": "t", "action": {"name": "list_things", "arguments": {"limit": 3}}}"#],
+        ),
+        (
+            Protocol::JsonFinish,
+            &[
+                r#"{"thought": "t", "action": "calculate", "args": "{\"expression\": \"2\"}"}"#,
+                r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"pr\", \"limit\": 3}"}"#,
+                r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"issue\"}"}"#,
+                r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"issue\", \"limit\": null}"}"#,
+                r#"{"thought": "t", "action": "FINISH", "final_answer": "2", "task_successful": true}"#,
+            ],
+            &[
+                r#"{"thought": "t", "action": "DELETE", "args": "{}"}"#,
+                // The arguments in the string follow the tool's schema too.
+                r#"{"thought": "t", "action": "calculate", "args": "[the list]"}"#,
+                r#"{"thought": "t", "action": "calculate", "args": "{}"}"#,
+                r#"{"thought": "t", "action": "calculate", "args": "{\"expression\": 2}"}"#,
+                r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"commit\"}"}"#,
+                r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"pr\", \"limit\": -1}"}"#,
+                r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"pr\", \"x\": 1}"}"#,
+            ],
+        ),
+        (
+            Protocol::Text,
+            &[
+                "Thought: add\nAction: calculate\nArgs: {\"expression\": \"1+1\"}",
+                "Thought: done\nFinal Answer: 2\nbecause 1+1.",
+            ],
+            &[
+                "Thought: add\nAction: shell\nArgs: {}",
+                "Thought: add\nAction: calculate\nArgs: {}",
+                "Thought: add\nAction: calculate\nArgs: {\"expression\": \"1\", \"x\": 1}",
+                "Thought: add\nAction: calculate\nArgs: {  \"expression\": \"1\"}",
+                "Action: calculate\nArgs: {\"expression\": \"1\"}",
+            ],
+        ),
+        (
+            Protocol::ToolCalls,
+            &[
+                "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"answer\": \"none\"}}\n</tool_call>",
+            ],
+            &["<tool_call>\n{\"name\": \"calculate\", \"arguments\": {}}\n</tool_call>"],
+        ),
+    ];
+    // A string cannot run on: thoughts and arguments are bounded.
+    let g = step_grammar(Protocol::JsonAction, &tools(), shape).unwrap();
+    let long = "a".repeat(THOUGHT_CHARS as usize + 1);
+    let step = format!(r#"{{"thought": "{long}", "answer": "x"}}"#);
+    assert!(!g.accepts(&step).unwrap());
+    let step = format!(r#"{{"thought": "{}", "answer": "x"}}"#, &long[1..]);
+    assert!(g.accepts(&step).unwrap());
+    let arg = "w".repeat(ARGUMENT_CHARS as usize + 1);
+    let step = format!(
+        r#"{{"thought": "t", "action": {{"name": "calculate", "arguments": {{"expression": "{arg}"}}}}}}"#
+    );
+    assert!(!g.accepts(&step).unwrap());
+    // Nor a list: a plan has at most PLAN_ITEMS items, a list argument ARGUMENT_ITEMS.
+    let g = step_grammar(
+        Protocol::JsonTyped,
+        &tools(),
+        StepShape {
+            todo_patch: true,
+            ..shape
+        },
+    )
+    .unwrap();
+    let plan = |n: u32| {
+        let items: Vec<String> = (0..n)
+            .map(|i| format!(r#"{{"id": "{i}", "title": "t", "status": "pending"}}"#))
+            .collect();
+        format!(
+            r#"{{"type": "final", "thinking": "t", "final": "x", "todo_patch": {{"op": "replace", "items": [{}], "reason": "r"}}}}"#,
+            items.join(", ")
+        )
+    };
+    assert!(g.accepts(&plan(PLAN_ITEMS)).unwrap());
+    assert!(!g.accepts(&plan(PLAN_ITEMS + 1)).unwrap());
+    let labels = bounded(&json!({"type": "array", "items": {"type": "string"}}));
+    assert_eq!(labels["maxItems"], json!(ARGUMENT_ITEMS));
+    assert_eq!(labels["items"]["maxLength"], json!(ARGUMENT_CHARS));
+
+    for (p, good, bad) in cases {
+        let g = step_grammar(p, &tools(), shape).unwrap();
+        for text in good {
+            assert!(
+                g.accepts(text).unwrap(),
+                "{} should accept {text}",
+                p.as_str()
+            );
+            // And what the grammar accepts, the parser reads.
+            p.parse(text)
+                .unwrap_or_else(|e| panic!("{}: {text}: {e}", p.as_str()));
+        }
+        for text in bad {
+            assert!(
+                !g.accepts(text).unwrap(),
+                "{} should refuse {text}",
+                p.as_str()
+            );
+        }
+    }
+}
+
+#[test]
+fn grammar_snapshots() {
+    let shape = StepShape {
+        allow_final: true,
+        todo_patch: false,
+    };
+    let tools = tools();
+    for p in PROTOCOLS {
+        let text = match step_grammar(p, &tools[..2], shape).unwrap() {
+            Grammar::JsonSchema(s) => serde_json::to_string_pretty(&s).unwrap(),
+            Grammar::Lark(g) | Grammar::Gbnf(g) => g,
+        };
+        insta::assert_snapshot!(format!("grammar_{}", p.as_str()), text);
+    }
+}

@@ -1,0 +1,185 @@
+//! How runs end (cancelled, out of steps), are kept step by step and resumed, and are measured
+//! by the agent benchmark.
+
+use std::sync::Arc;
+
+use burrow::agent::hooks::{Hook, HookContext};
+use burrow::agent::protocol::Protocol;
+use burrow::agent::record::RunStatus;
+use burrow::agent::{Agent, AgentConfig, AgentEvent, RunStore};
+use burrow::llm::engine::CancelToken;
+use burrow::llm::fake::{FakeModel, FakeTurn};
+use serde_json::json;
+
+use crate::support::{answer, call, config, registry, run, Lookup};
+
+#[test]
+fn cancellation_ends_the_run_and_keeps_its_steps() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&answer(p, "never read")),
+    ]);
+    let agent = Agent::new(&model, &tools, config(p)).unwrap();
+    let cancel = CancelToken::new();
+    let c = cancel.clone();
+    let outcome = agent.run("task", &cancel, &mut |e| {
+        if matches!(e, AgentEvent::Observation { .. }) {
+            c.cancel();
+        }
+    });
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert_eq!(outcome.steps.len(), 1);
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[test]
+fn max_steps_ends_the_run() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new(
+        (0..3).map(|i| FakeTurn::text(&call(p, "lookup", json!({"word": format!("w{i}")})))),
+    );
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            max_steps: 3,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::MaxSteps);
+    assert_eq!(outcome.steps.len(), 3);
+    assert_eq!(model.remaining_turns(), 0);
+}
+
+#[test]
+fn runs_are_kept_step_by_step_and_an_interrupted_one_continues() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+
+    // A run killed after its first step: simulated by a hook that stops it, then the row set
+    // back to running as a dead process leaves it.
+    struct Crash;
+    impl Hook for Crash {
+        fn on_step(
+            &self,
+            _: &HookContext<'_>,
+            _: &burrow::agent::record::StepRecord,
+        ) -> burrow::agent::hooks::HookVerdict {
+            burrow::agent::hooks::HookVerdict::Stop("crash".into())
+        }
+    }
+    let model = FakeModel::new([FakeTurn::text(&call(
+        p,
+        "lookup",
+        json!({"word": "wallet"}),
+    ))]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws)
+        .with_hook(Arc::new(Crash));
+    let (outcome, _) = run(&agent, "find wallets");
+    let id = outcome.run_id.unwrap();
+    assert_eq!(
+        ws.run(id).unwrap().steps.len(),
+        1,
+        "the step was written as it completed"
+    );
+    let sql = rusqlite::Connection::open(&db).unwrap();
+    sql.execute(
+        "UPDATE runs SET status = 'running', ended_at = NULL, started_at = started_at - 60 WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
+
+    let model = FakeModel::new([FakeTurn::text(&answer(p, "See #918."))]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws);
+    let outcome = agent.resume(id, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    assert_eq!(outcome.steps.len(), 2);
+    let prompt = &model.requests()[0].prompt;
+    assert!(
+        prompt.contains("find wallets") && prompt.contains("wallet: see issue #918"),
+        "{prompt}"
+    );
+    let kept = ws.run(id).unwrap();
+    assert_eq!(kept.status, RunStatus::Succeeded);
+    assert_eq!(kept.steps.len(), 2);
+    assert_eq!(kept.final_answer.as_deref(), Some("See #918."));
+}
+
+/// Issue 4: the agent benchmark accounts for every step: token counts and reuse from the
+/// records, and a wall time split into model, tools, setup and the loop that adds up.
+#[test]
+fn the_agent_benchmark_accounts_for_each_step() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([
+        FakeTurn::text(&answer(p, "Too soon.")),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&answer(p, "See #918.")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            max_steps: 3,
+            min_steps: 3,
+            ..config(p)
+        },
+    )
+    .unwrap();
+    let report = burrow::agent::bench::bench_agent(&agent, "What is known about wallets?");
+    assert_eq!(report.status, RunStatus::Succeeded);
+    assert_eq!(report.steps.len(), 3);
+    assert_eq!(report.protocol, "json-action");
+    assert_eq!(report.steps[1].tool.as_deref(), Some("lookup"));
+    assert!(
+        report.steps[0].error.is_some(),
+        "the early answer was refused"
+    );
+    for s in &report.steps {
+        assert!(s.prompt_tokens > 0 && s.cached_tokens <= s.prompt_tokens);
+        assert!((s.reuse - s.cached_tokens as f64 / s.prompt_tokens as f64).abs() < 1e-12);
+    }
+    assert!(report.steps[2].cached_tokens > 0);
+    assert!(report.min_reuse_after_first().unwrap() > 0.0);
+    // The fake model's cache keeps every prompt and output: each step finds all of the
+    // previous one (less its end-of-turn token at most).
+    let carried = report.min_carried_over().unwrap();
+    let lowest = report
+        .steps
+        .windows(2)
+        .map(|w| w[1].cached_tokens as f64 / (w[0].prompt_tokens + w[0].generated_tokens) as f64)
+        .fold(f64::INFINITY, f64::min);
+    assert!(
+        (carried - lowest.min(1.0)).abs() < 1e-12,
+        "{carried} {lowest}"
+    );
+    assert!(carried > 0.9, "{report:?}");
+    assert!(!report.steps.iter().any(|s| s.after_summary));
+    assert!(report.ttft_last_over_second().is_some());
+    let parts = report.model_ms + report.tool_ms + report.setup_ms + report.loop_ms;
+    assert!((parts - report.wall_ms).abs() < 1e-6, "{report:?}");
+    let text = report.to_string();
+    assert!(text.contains("KV reuse from step 2"), "{text}");
+    assert!(
+        text.contains("of the previous step's prompt and output"),
+        "{text}"
+    );
+    assert!(text.contains("everything but model and tools"), "{text}");
+}
