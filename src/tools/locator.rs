@@ -16,9 +16,18 @@ pub enum Locator {
         repo: Option<String>,
     },
     /// An issue, or a pull request when no issue has the number.
-    Issue { number: i64, repo: Option<String> },
-    PullRequest { number: i64, repo: Option<String> },
-    Commit { hash: String, repo: Option<String> },
+    Issue {
+        number: i64,
+        repo: Option<String>,
+    },
+    PullRequest {
+        number: i64,
+        repo: Option<String>,
+    },
+    Commit {
+        hash: String,
+        repo: Option<String>,
+    },
 }
 
 impl Locator {

@@ -10,7 +10,7 @@ use burrow::agent::record::RunStatus;
 use burrow::agent::{Agent, AgentConfig, AgentEvent, Clock, RunOutcome};
 use burrow::llm::engine::CancelToken;
 use burrow::llm::fake::{FakeModel, FakeTurn};
-use burrow::tools::{Tool, ToolError, ToolOutput, ToolRegistry};
+use burrow::tools::{Locator, Tool, ToolError, ToolOutput, ToolRegistry};
 use serde_json::json;
 
 /// Looks up a word in the test dictionary.
@@ -34,7 +34,14 @@ impl Tool for Lookup {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.seen.lock().unwrap().push(input.word.clone());
         match input.word.as_str() {
-            "wallet" => Ok(ToolOutput::new("wallet: see issue #918", ())),
+            "wallet" => {
+                Ok(
+                    ToolOutput::new("wallet: see issue #918", ()).with_items([Locator::Issue {
+                        number: 918,
+                        repo: Some("acme/app".into()),
+                    }]),
+                )
+            }
             "long" => Ok(ToolOutput::new(
                 (0..2000).map(|i| format!("w{i} ")).collect::<String>(),
                 (),

@@ -9,7 +9,7 @@ use burrow::agent::protocol::{Action, Protocol};
 use burrow::agent::record::RunStatus;
 use burrow::agent::{Agent, AgentConfig};
 use burrow::llm::fake::{FakeModel, FakeTurn};
-use burrow::tools::ToolRegistry;
+use burrow::tools::{Locator, ToolRegistry};
 use serde_json::json;
 
 use crate::support::{answer, call, config, registry, run, FakeClock, Flaky, Lookup};
@@ -210,4 +210,36 @@ fn hooks_allow_deny_rewrite_and_stop() {
         "wallet"
     );
     assert_eq!(lookup.seen.lock().unwrap().clone(), vec!["wallet"]);
+}
+
+/// Issue 15: a step keeps the locators of the items its observation shows, as the tool gave
+/// them; an observation that shows no item (an error, a result already shown) keeps none.
+#[test]
+fn steps_keep_the_items_their_observation_shows() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonTyped;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "nothing"}))),
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&answer(p, "See #918.")),
+    ]);
+    let agent = Agent::new(&model, &tools, config(p)).unwrap();
+    let (outcome, events) = run(&agent, "task");
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    let issue = Locator::Issue {
+        number: 918,
+        repo: Some("acme/app".into()),
+    };
+    let items: Vec<Vec<Locator>> = outcome.steps.iter().map(|s| s.items.clone()).collect();
+    assert_eq!(items, vec![vec![issue], vec![], vec![], vec![]]);
+    // The record streamed to a shell carries them too.
+    let streamed = events.iter().find_map(|e| match e {
+        burrow::agent::AgentEvent::StepFinished { step } if step.index == 0 => {
+            Some(step.items.clone())
+        }
+        _ => None,
+    });
+    assert_eq!(streamed, Some(items[0].clone()));
 }
