@@ -274,15 +274,21 @@ fn a_run_streams_every_step_over_the_channel_and_is_kept_in_history() {
     for expected in [
         "agent:step_started",
         "agent:token",
-        "agent:action",
-        "agent:observation",
         "agent:step_finished",
         "agent:final",
     ] {
         assert!(k.iter().any(|x| x == expected), "{expected} in {k:?}");
     }
-    assert!(events.iter().any(|e| e["event"]["type"] == "observation"
-        && e["event"]["text"].as_str().unwrap().contains("6 * 7 = 42")));
+    // Each step reaches the page once, whole, as its record.
+    for gone in ["agent:thought", "agent:action", "agent:observation"] {
+        assert!(!k.iter().any(|x| x == gone), "{gone} in {k:?}");
+    }
+    assert!(events.iter().any(|e| e["event"]["type"] == "step_finished"
+        && e["event"]["step"]["action"]["tool"] == "calculate"
+        && e["event"]["step"]["observation"]
+            .as_str()
+            .unwrap()
+            .contains("6 * 7 = 42")));
     // Tokens arrive in order and add up to the step's output.
     let streamed: String = events
         .iter()

@@ -54,7 +54,7 @@ impl Agent<'_> {
             record.final_answer = None;
             record.error = Some(error.into());
             let text = notes.join("\n");
-            return self.finish_step(state, record, None, Some((text, true)), on_event);
+            return self.finish_step(state, record, None, Some(text), on_event);
         }
         if let Some(reason) = self
             .hooks
@@ -96,21 +96,10 @@ impl Agent<'_> {
             ToolVerdict::Deny(message) => {
                 record.error = Some(format!("denied: {message}"));
                 let text = [notes, vec![message]].concat().join("\n");
-                return self.finish_step(
-                    state,
-                    record,
-                    Some(&action),
-                    Some((text, true)),
-                    on_event,
-                );
+                return self.finish_step(state, record, Some(&action), Some(text), on_event);
             }
             ToolVerdict::Stop(reason) => return Ok(Next::stopped_by_hook(reason)),
         }
-        on_event(AgentEvent::Action {
-            index: record.index,
-            tool: action.tool.clone(),
-            args: action.args.clone(),
-        });
         let acted = self.act(state, &action, on_event);
         record.tool_ms = acted.tool_ms;
         record.error = acted.error.clone();
@@ -125,27 +114,21 @@ impl Agent<'_> {
         if !notes.is_empty() {
             text = format!("{text}\n{}", notes.join("\n"));
         }
-        let error = acted.error.is_some();
-        self.finish_step(state, record, Some(&action), Some((text, error)), on_event)
+        self.finish_step(state, record, Some(&action), Some(text), on_event)
     }
 
-    /// Records the step with its observation (and whether that is an error), keeps it, and
-    /// adds its turn to the prompt.
+    /// Records the step with its observation (an error when the record has one), keeps it,
+    /// and adds its turn to the prompt.
     pub(super) fn finish_step(
         &self,
         state: &mut RunState,
         mut record: StepRecord,
         action: Option<&Action>,
-        observed: Option<(String, bool)>,
+        observation: Option<String>,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
-        if let Some((text, error)) = observed {
-            record.observation = Some(text.clone());
-            on_event(AgentEvent::Observation {
-                index: record.index,
-                text,
-                error,
-            });
+        if observation.is_some() {
+            record.observation = observation;
         }
         record.todos = state.plan.items().to_vec();
         if let (Some(store), Some(h)) = (self.store, &state.handle) {

@@ -2,7 +2,6 @@
 //! (`RunOutcome`), and Burrow's own failures that end it (`AgentError`).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use super::prompt::PromptError;
 use super::record::{RunStatus, StepRecord};
@@ -28,30 +27,18 @@ pub enum AgentEvent {
         index: usize,
         text: String,
     },
-    /// The thought as the model writes it, piece by piece (`Thought` follows with all of it).
+    /// The thought as the model writes it, piece by piece; the step's record, when it comes,
+    /// holds the thought as it was read.
     ThoughtDelta {
         index: usize,
         text: String,
     },
-    Thought {
-        index: usize,
-        text: String,
-    },
-    Action {
-        index: usize,
-        tool: String,
-        args: Map<String, Value>,
-    },
-    Observation {
-        index: usize,
-        text: String,
-        error: bool,
-    },
     TodoChanged {
         items: Vec<TodoItem>,
     },
-    /// The step as recorded and kept: its tokens, cache reuse and timings, after its
-    /// observation and before the next step starts.
+    /// The step as recorded and kept, the one account of what it did: its thought, action,
+    /// observation with the items it shows, final answer, tokens, cache reuse and timings.
+    /// Before it, only deltas of what is being written (`Token`, `ThoughtDelta`).
     StepFinished {
         step: Box<StepRecord>,
     },

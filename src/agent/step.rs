@@ -58,16 +58,10 @@ impl Agent<'_> {
             Ok(step) => step,
             Err(message) => {
                 record.error = Some(message.clone());
-                return self.finish_step(state, record, None, Some((message, true)), on_event);
+                return self.finish_step(state, record, None, Some(message), on_event);
             }
         };
-        record.thought = thought.clone();
-        if !thought.is_empty() {
-            on_event(AgentEvent::Thought {
-                index,
-                text: thought,
-            });
-        }
+        record.thought = thought;
         let mut notes: Vec<String> = Vec::new();
         if let Some(change) = todo {
             if let Err(e) = state.change_plan(&change, on_event) {

@@ -183,28 +183,36 @@ impl Printer {
                 self.in_output = true;
                 let _ = std::io::stdout().flush();
             }
-            AgentEvent::Thought { text, .. } => {
+            AgentEvent::StepFinished { step } => {
                 self.end_output();
-                println!("thought: {text}");
-            }
-            AgentEvent::Action { tool, args, .. } => {
-                self.end_output();
-                println!("action: {tool} {}", serde_json::Value::Object(args.clone()));
-            }
-            AgentEvent::Observation { text, error, .. } => {
-                self.end_output();
-                let label = if *error { "error" } else { "observation" };
-                let lines: Vec<&str> = text.lines().collect();
-                for (i, line) in lines.iter().take(15).enumerate() {
-                    let head = if i == 0 {
-                        format!("{label}: ")
-                    } else {
-                        "  ".into()
-                    };
-                    println!("{head}{line}");
+                if !step.thought.is_empty() {
+                    println!("thought: {}", step.thought);
                 }
-                if lines.len() > 15 {
-                    println!("  … {} more lines", lines.len() - 15);
+                if let Some(a) = &step.action {
+                    println!(
+                        "action: {} {}",
+                        a.tool,
+                        serde_json::Value::Object(a.args.clone())
+                    );
+                }
+                if let Some(text) = &step.observation {
+                    let label = if step.error.is_some() {
+                        "error"
+                    } else {
+                        "observation"
+                    };
+                    let lines: Vec<&str> = text.lines().collect();
+                    for (i, line) in lines.iter().take(15).enumerate() {
+                        let head = if i == 0 {
+                            format!("{label}: ")
+                        } else {
+                            "  ".into()
+                        };
+                        println!("{head}{line}");
+                    }
+                    if lines.len() > 15 {
+                        println!("  … {} more lines", lines.len() - 15);
+                    }
                 }
             }
             AgentEvent::TodoChanged { items } => {
@@ -226,7 +234,7 @@ impl Printer {
                 );
             }
             // The raw output is already streamed; the thought is printed once it is read.
-            AgentEvent::ThoughtDelta { .. } | AgentEvent::StepFinished { .. } => {}
+            AgentEvent::ThoughtDelta { .. } => {}
             AgentEvent::Final { .. } => self.end_output(),
             AgentEvent::Error { message } => {
                 self.end_output();

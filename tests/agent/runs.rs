@@ -26,7 +26,7 @@ fn cancellation_ends_the_run_and_keeps_its_steps() {
     let cancel = CancelToken::new();
     let c = cancel.clone();
     let outcome = agent.run("task", &cancel, &mut |e| {
-        if matches!(e, AgentEvent::Observation { .. }) {
+        if matches!(e, AgentEvent::StepFinished { .. }) {
             c.cancel();
         }
     });

@@ -362,12 +362,21 @@ try {
     await tab("run");
     const agent = (event) => ({ kind: "agent", event });
     const observation = "src/wallet.rs:2: pub fn load_wallet(path: &str) -> Wallet {\nReported in #7.";
+    // The step's record, with the locators its tool gave for what the observation shows.
+    const step = {
+      index: 0, prompt_tokens: 600, cached_tokens: 0, output: "{}", thought: "Search the code for the loader.",
+      action: { tool: "search_code", args: { query: "load_wallet", repo: "wallet-tool" } },
+      final_answer: null, observation, error: null, todos: [],
+      items: [
+        { kind: "file", path: "src/wallet.rs", line: 2, repo: "wallet-tool" },
+        { kind: "issue", number: 7, repo: null },
+      ],
+      generated_tokens: 30, setup_ms: 1, ttft_ms: 100, decode_ms: 300, tool_ms: 2,
+    };
     const events = [
       agent({ type: "run_started", run_id: null, task: "Where is the wallet loaded?", protocol: "json-typed", model: "e2e" }),
       agent({ type: "step_started", index: 0 }),
-      agent({ type: "thought", index: 0, text: "Search the code for the loader." }),
-      agent({ type: "action", index: 0, tool: "search_code", args: { query: "load_wallet", repo: "wallet-tool" } }),
-      agent({ type: "observation", index: 0, text: observation, error: false }),
+      agent({ type: "step_finished", step }),
     ];
     await exec("window.burrowBench.feed(arguments[0]); return true;", [events]);
     await until("the links", "return document.querySelectorAll('.step a.item-link').length >= 2 || null;");

@@ -11,7 +11,7 @@
 // coalesced rendering (the app) vs one render per event, and every step laid out (the app) vs
 // off-screen steps skipped (`content-visibility: auto`).
 
-import type { AppEvent, StepRecord, TodoItem } from "./types";
+import type { AppEvent, ItemRef, StepRecord, TodoItem } from "./types";
 
 export interface BenchHooks {
   dispatch(ev: AppEvent): void;
@@ -128,7 +128,7 @@ function frameRecorder(): { stop(): number[] } {
 
 const agent = (event: unknown): AppEvent => ({ kind: "agent", event }) as AppEvent;
 
-function record(index: number, observation: string): StepRecord {
+function record(index: number, observation: string, items: ItemRef[]): StepRecord {
   return {
     index,
     prompt_tokens: 1800 + index * 40,
@@ -138,6 +138,7 @@ function record(index: number, observation: string): StepRecord {
     action: { tool: "search_code", args: { query: "wallet", repo: "gui", limit: 10 } },
     final_answer: null,
     observation,
+    items,
     error: null,
     todos: [],
     generated_tokens: 48,
@@ -159,13 +160,15 @@ function traceEvents(steps: number): AppEvent[] {
       { length: 9 },
       (_, k) => `src/qt/walletmodel.cpp:${100 + k}: WalletModel::load() see #${i + k} and commit 3f2a9c${(k + i) % 10}e`,
     ).join("\n");
-    const r = record(i, obs);
+    const items: ItemRef[] = Array.from({ length: 9 }, (_, k) => [
+      { kind: "file", path: "src/qt/walletmodel.cpp", line: 100 + k, repo: "gui" } as const,
+      { kind: "issue", number: i + k, repo: "bitcoin-core/gui" } as const,
+      { kind: "commit", hash: `3f2a9c${(k + i) % 10}e`, repo: "gui" } as const,
+    ]).flat();
+    const r = record(i, obs, items);
     out.push(
       agent({ type: "step_started", index: i }),
       agent({ type: "token", index: i, text: r.output }),
-      agent({ type: "thought", index: i, text: r.thought }),
-      agent({ type: "action", index: i, tool: r.action?.tool, args: r.action?.args }),
-      agent({ type: "observation", index: i, text: obs, error: false }),
       agent({ type: "step_finished", step: r }),
     );
     if (i % 25 === 0) {

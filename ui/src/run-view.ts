@@ -3,7 +3,7 @@
 // the renderer compares objects by identity, so a reducer that replaces only what changed (the
 // one step a token belongs to, not the other 499) keeps a long trace cheap to update.
 
-import type { AppEvent, RunRecord, RunStatus, StepRecord, TodoItem } from "./types";
+import type { AppEvent, ItemRef, RunRecord, RunStatus, StepRecord, TodoItem } from "./types";
 
 export interface StepView {
   index: number;
@@ -12,6 +12,8 @@ export interface StepView {
   thought: string;
   action: { tool: string; args: Record<string, unknown> } | null;
   observation: { text: string; error: boolean } | null;
+  /// What the observation shows that can be opened, from the tool's own locators.
+  items: ItemRef[];
   finalAnswer: string | null;
   /// The step's kept record: tokens, cache reuse and timings (set when the step is done).
   record: StepRecord | null;
@@ -43,6 +45,7 @@ export function emptyStep(index: number): StepView {
     thought: "",
     action: null,
     observation: null,
+    items: [],
     finalAnswer: null,
     record: null,
     done: false,
@@ -94,6 +97,7 @@ export function stepFromRecord(r: StepRecord): StepView {
     thought: r.thought,
     action: r.action,
     observation: r.observation === null ? null : { text: r.observation, error: r.error !== null },
+    items: r.items ?? [],
     finalAnswer: r.final_answer,
     record: r,
     done: true,
@@ -136,30 +140,11 @@ export function reduceRun(run: RunView, ev: Extract<AppEvent, { kind: "agent" }>
       return withStep(run, ev.index, (s) => ({ ...s, output: s.output + ev.text }));
     case "thought_delta":
       return withStep(run, ev.index, (s) => ({ ...s, thought: s.thought + ev.text }));
-    case "thought":
-      return withStep(run, ev.index, (s) => ({ ...s, thought: ev.text }));
-    case "action":
-      return withStep(run, ev.index, (s) => ({ ...s, action: { tool: ev.tool, args: ev.args } }));
-    case "observation":
-      return withStep(run, ev.index, (s) => ({
-        ...s,
-        observation: { text: ev.text, error: ev.error },
-      }));
     case "todo_changed":
       return { ...run, todos: ev.items, todoChanged: changedTodos(run.todos, ev.items) };
     case "step_finished":
-      return withStep(run, ev.step.index, (s) => ({
-        ...s,
-        thought: ev.step.thought || s.thought,
-        action: ev.step.action ?? s.action,
-        finalAnswer: ev.step.final_answer,
-        // A step that did not parse has no observation event; its error is the observation.
-        observation:
-          s.observation ??
-          (ev.step.error !== null ? { text: ev.step.error, error: true } : null),
-        record: ev.step,
-        done: true,
-      }));
+      // The step's record is the one account of it: what streamed before was a preview.
+      return withStep(run, ev.step.index, () => stepFromRecord(ev.step));
     case "context_summarized":
       return {
         ...run,

@@ -3,7 +3,7 @@
 // tokens into step 500 redraws one element, not 500.
 
 import { h, formatMs, replaceChildren } from "./dom";
-import { describe, linkify } from "./links";
+import { describe } from "./links";
 import { stepStats, type RunView, type StepView } from "./state";
 import type { ItemRef, RunStatus, TodoItem } from "./types";
 
@@ -24,16 +24,14 @@ export function statusBadge(status: RunStatus): HTMLElement {
   return h("span", { class: `badge status-${status}` }, STATUS_TEXT[status] ?? status);
 }
 
-/// Text with its links: file:line, #issue, PR #n and commit hashes open the item.
-export function linkedText(text: string, repo: string | null, open: OpenItem): DocumentFragment {
-  const frag = document.createDocumentFragment();
-  for (const seg of linkify(text, repo)) {
-    if (!seg.item) {
-      frag.append(seg.text);
-      continue;
-    }
-    const item = seg.item;
-    frag.append(
+/// The items a step's observation shows, as links that open them. They come from the tools'
+/// own locators, never from reading the text, which is untrusted and shown only as text.
+function itemLinks(items: ItemRef[], open: OpenItem): HTMLElement | null {
+  if (items.length === 0) return null;
+  return h(
+    "nav",
+    { class: "items", "aria-label": "Items this step found" },
+    ...items.map((item) =>
       h(
         "a",
         {
@@ -45,16 +43,10 @@ export function linkedText(text: string, repo: string | null, open: OpenItem): D
             open(item);
           },
         },
-        seg.text,
+        describe(item),
       ),
-    );
-  }
-  return frag;
-}
-
-function stepRepo(step: StepView): string | null {
-  const repo = step.action?.args?.repo;
-  return typeof repo === "string" ? repo : null;
+    ),
+  );
 }
 
 function statsLine(step: StepView): HTMLElement | null {
@@ -72,7 +64,6 @@ function statsLine(step: StepView): HTMLElement | null {
 }
 
 export function renderStep(step: StepView, open: OpenItem): HTMLElement {
-  const repo = stepRepo(step);
   const failed = step.observation?.error ?? false;
   const el = h(
     "article",
@@ -110,7 +101,8 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
         step.observation.error ? "Error" : "Observation",
         h("span", { class: "muted" }, ` (${lines} line${lines === 1 ? "" : "s"})`),
       ),
-      h("pre", null, linkedText(step.observation.text, repo, open)),
+      h("pre", null, step.observation.text),
+      itemLinks(step.items, open),
     );
     // Errors and short observations are shown open; long ones are a click away.
     details.open = step.observation.error || lines <= 12;
@@ -203,7 +195,7 @@ export class Timeline {
           "section",
           { class: `final status-${run.status}`, "aria-label": "Final answer" },
           h("header", null, h("h3", null, "Answer"), statusBadge(run.status)),
-          h("div", { class: "final-text" }, linkedText(run.finalAnswer, null, this.open)),
+          h("div", { class: "final-text" }, run.finalAnswer),
         ),
       );
     } else if (run.status !== "running") {

@@ -38,6 +38,8 @@ export interface StepRecord {
   action: ActionRecord | null;
   final_answer: string | null;
   observation: string | null;
+  /// The items the observation shows, as the tool located them (absent in older records).
+  items?: ItemRef[];
   error: string | null;
   todos: TodoItem[];
   generated_tokens: number;
@@ -65,9 +67,6 @@ export type AgentEvent =
   | { type: "step_started"; index: number }
   | { type: "token"; index: number; text: string }
   | { type: "thought_delta"; index: number; text: string }
-  | { type: "thought"; index: number; text: string }
-  | { type: "action"; index: number; tool: string; args: Record<string, unknown> }
-  | { type: "observation"; index: number; text: string; error: boolean }
   | { type: "todo_changed"; items: TodoItem[] }
   | { type: "step_finished"; step: StepRecord }
   | { type: "context_summarized"; summary: string; messages_folded: number; model_ms: number }

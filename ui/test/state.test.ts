@@ -41,9 +41,6 @@ const RUN: AppEvent[] = [
   agent({ type: "thought_delta", index: 1, text: "look " }),
   agent({ type: "token", index: 1, text: '"thinking": "look up"}' }),
   agent({ type: "thought_delta", index: 1, text: "up" }),
-  agent({ type: "thought", index: 1, text: "look up" }),
-  agent({ type: "action", index: 1, tool: "search_code", args: { query: "parse_wallet" } }),
-  agent({ type: "observation", index: 1, text: "src/lib.rs:2: pub fn parse_wallet() {}", error: false }),
   agent({
     type: "todo_changed",
     items: [
@@ -51,10 +48,22 @@ const RUN: AppEvent[] = [
       { id: "2", title: "Answer", status: "pending", dependencies: ["1"] },
     ],
   }),
-  agent({ type: "step_finished", step: record(1, { thought: "look up", action: { tool: "search_code", args: { query: "parse_wallet" } }, observation: "src/lib.rs:2: pub fn parse_wallet() {}" }) }),
+  agent({
+    type: "step_finished",
+    step: record(1, {
+      output: '{"type": "tool", "thinking": "look up"}',
+      thought: "look up",
+      action: { tool: "search_code", args: { query: "parse_wallet" } },
+      observation: "src/lib.rs:2: pub fn parse_wallet() {}",
+      items: [{ kind: "file", path: "src/lib.rs", line: 2, repo: "wallet" }],
+    }),
+  }),
   agent({ type: "step_started", index: 2 }),
   agent({ type: "token", index: 2, text: "garbage" }),
-  agent({ type: "step_finished", step: record(2, { output: "garbage", error: "the output is not JSON" }) }),
+  agent({
+    type: "step_finished",
+    step: record(2, { output: "garbage", observation: "the output is not JSON", error: "the output is not JSON" }),
+  }),
   agent({ type: "step_started", index: 3 }),
   agent({
     type: "todo_changed",
@@ -82,6 +91,7 @@ describe("reduce: a run", () => {
     expect(one.thought).toBe("look up");
     expect(one.action).toEqual({ tool: "search_code", args: { query: "parse_wallet" } });
     expect(one.observation).toEqual({ text: "src/lib.rs:2: pub fn parse_wallet() {}", error: false });
+    expect(one.items).toEqual([{ kind: "file", path: "src/lib.rs", line: 2, repo: "wallet" }]);
     expect(one.record?.cached_tokens).toBe(900);
     // A step that did not parse shows its error as an error observation.
     expect(two.observation).toEqual({ text: "the output is not JSON", error: true });

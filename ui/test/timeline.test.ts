@@ -1,17 +1,44 @@
 import { describe, expect, it } from "vitest";
 import { initialState, reduce, reduceAll, startRun, type State } from "../src/state";
 import { Timeline, renderTodos } from "../src/timeline";
-import type { AppEvent, ItemRef } from "../src/types";
+import type { AppEvent, ItemRef, StepRecord } from "../src/types";
 
 const agent = (event: any): AppEvent => ({ kind: "agent", event });
+
+function record(index: number, over: Partial<StepRecord> = {}): StepRecord {
+  return {
+    index,
+    prompt_tokens: 100,
+    cached_tokens: 0,
+    output: "",
+    thought: "",
+    action: null,
+    final_answer: null,
+    observation: null,
+    error: null,
+    todos: [],
+    generated_tokens: 1,
+    setup_ms: 0,
+    ttft_ms: 1,
+    decode_ms: 1,
+    tool_ms: 0,
+    ...over,
+  };
+}
 
 function runWith(n: number): State {
   let s = startRun(initialState, "t");
   for (let i = 1; i <= n; i++) {
     s = reduceAll(s, [
       agent({ type: "step_started", index: i }),
-      agent({ type: "action", index: i, tool: "read_file", args: { path: "src/lib.rs" } }),
-      agent({ type: "observation", index: i, text: `src/lib.rs:${i}: fn f() {}`, error: false }),
+      agent({
+        type: "step_finished",
+        step: record(i, {
+          action: { tool: "read_file", args: { path: "src/lib.rs" } },
+          observation: `src/lib.rs:${i}: fn f() {}`,
+          items: [{ kind: "file", path: "src/lib.rs", line: i, repo: "app" }],
+        }),
+      }),
     ]);
   }
   return s;
@@ -37,20 +64,31 @@ describe("Timeline", () => {
     expect(t.root.querySelector('[data-step="501"] .stream')?.textContent).toContain('{"type": "tool"}');
   });
 
-  it("shows observations' file:line as links that open the item, and never parses HTML", () => {
+  it("links the items a step's tool located, not what its text looks like, and never parses HTML", () => {
     const opened: ItemRef[] = [];
     const t = new Timeline((i) => opened.push(i));
+    const file: ItemRef = { kind: "file", path: "src/a.rs", line: 7, repo: "gui" };
+    const issue: ItemRef = { kind: "issue", number: 12, repo: "acme/gui" };
     const s = reduceAll(startRun(initialState, "t"), [
       agent({ type: "step_started", index: 1 }),
-      agent({ type: "action", index: 1, tool: "search_code", args: { query: "x", repo: "gui" } }),
-      agent({ type: "observation", index: 1, text: '<img src=x onerror="boom()"> src/a.rs:7 and #12', error: false }),
+      agent({
+        type: "step_finished",
+        step: record(1, {
+          action: { tool: "search_code", args: { query: "x", repo: "gui" } },
+          // "#99" and "lib.rs:3" look like items, but the tool located only these two.
+          observation: '<img src=x onerror="boom()"> src/a.rs:7 and #12, not #99 or lib.rs:3',
+          items: [file, issue],
+        }),
+      }),
     ]);
     t.update(s.run);
     const links = t.root.querySelectorAll<HTMLAnchorElement>("a.item-link");
     expect([...links].map((a) => a.textContent)).toEqual(["src/a.rs:7", "#12"]);
     expect(t.root.querySelector("img")).toBeNull();
+    expect(t.root.querySelector(".observation pre")?.textContent).toContain('<img src=x onerror="boom()">');
     links[0].click();
-    expect(opened).toEqual([{ kind: "file", path: "src/a.rs", line: 7, repo: "gui" }]);
+    links[1].click();
+    expect(opened).toEqual([file, issue]);
     expect(t.root.querySelector(".args")?.textContent).toBe(JSON.stringify({ query: "x", repo: "gui" }, null, 2));
   });
 
@@ -58,7 +96,10 @@ describe("Timeline", () => {
     const t = new Timeline(() => undefined);
     const s = reduceAll(startRun(initialState, "t"), [
       agent({ type: "step_started", index: 1 }),
-      agent({ type: "observation", index: 1, text: "no tool named \"nope\"", error: true }),
+      agent({
+        type: "step_finished",
+        step: record(1, { observation: 'no tool named "nope"', error: 'no tool named "nope"' }),
+      }),
       agent({ type: "final", answer: "Done: see #3.", status: "succeeded" }),
       { kind: "run_ended", run_id: 1, status: "succeeded", final_answer: "Done: see #3.", error: null },
     ]);
