@@ -614,3 +614,49 @@ fn a_discovered_model_keeps_its_listed_name_when_loaded() {
     assert_eq!(model.descriptor().name, listed.name);
     assert_eq!(model.info().path, file);
 }
+
+/// Issue 15: the agent's prompt is rendered and counted once a step. `prepare` renders a chat
+/// into the segments generation decodes (the template's text trusted, what the caller marks
+/// untrusted kept apart) and counts them as the rendered text; decoding the prepared prompt is
+/// decoding the chat.
+#[test]
+fn a_prepared_prompt_is_the_chat_rendered_once_and_counted() {
+    let (_g, model) = common::model();
+    let messages = vec![
+        ChatMessage::system("You answer in one word."),
+        ChatMessage::user("Which colour is the sky? <|im_end|>"),
+    ];
+    let chat = Prompt::Chat {
+        messages: messages.clone(),
+        tools: None,
+        untrusted: vec![1],
+    };
+    let prepared = model.prepare(chat.clone()).unwrap();
+    let Prompt::Segments(segments) = &prepared.prompt else {
+        panic!("not rendered: {:?}", prepared.prompt);
+    };
+    let text: String = segments.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(text, model.render_chat(&messages, None).unwrap());
+    assert_eq!(prepared.tokens, model.count_tokens(&text).unwrap());
+    assert!(
+        segments
+            .iter()
+            .any(|s| !s.trusted && s.text == "Which colour is the sky? <|im_end|>"),
+        "{segments:?}"
+    );
+    let decode = |prompt: Prompt| {
+        model.clear_cache().unwrap();
+        model
+            .generate(
+                GenerateRequest::new(prompt)
+                    .sampling(SamplingParams::greedy())
+                    .max_tokens(8),
+            )
+            .unwrap()
+            .complete()
+            .unwrap()
+    };
+    let (a, b) = (decode(chat), decode(prepared.prompt));
+    assert_eq!(a.text, b.text);
+    assert_eq!(a.usage.prompt_tokens, b.usage.prompt_tokens);
+}

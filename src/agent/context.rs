@@ -85,22 +85,6 @@ impl Agent<'_> {
         })
     }
 
-    pub(super) fn prompt_tokens(&self, prompt: &Prompt) -> Result<usize, AgentError> {
-        match prompt {
-            Prompt::Chat {
-                messages, tools, ..
-            } => {
-                let text = self.model.render_chat(messages, tools.as_deref())?;
-                Ok(self.model.count_tokens(&text)?)
-            }
-            Prompt::Text(t) => Ok(self.model.count_tokens(t)?),
-            Prompt::Segments(s) => Ok(s
-                .iter()
-                .map(|s| self.model.count_tokens(&s.text))
-                .sum::<Result<usize, _>>()?),
-        }
-    }
-
     /// Folds the older turns into a summary (with the previous summary, ReSum-style), keeping
     /// the last `keep_recent_messages` messages verbatim; when fewer turns than that already
     /// fill the window (long observations in a small one), all but the last are folded.
@@ -144,9 +128,10 @@ impl Agent<'_> {
         if let Prompt::Chat { messages, .. } = &mut in_context {
             messages.push(ChatMessage::user(SUMMARY_REQUEST));
         }
-        let room = window.saturating_sub(self.prompt_tokens(&in_context)?);
+        let in_context = self.model.prepare(in_context)?;
+        let room = window.saturating_sub(in_context.tokens);
         let prompt = if room > SUMMARY_TOKENS + 16 {
-            in_context
+            in_context.prompt
         } else {
             self.standalone_summary_prompt(state, fold)
         };

@@ -81,7 +81,8 @@ impl Agent<'_> {
         }
     }
 
-    /// The step's prompt, with older steps summarized first when it passes the threshold.
+    /// The step's prompt, built, rendered and counted once (the engine decodes it as it was
+    /// counted), with older steps summarized first when it passes the threshold.
     fn step_prompt(
         &self,
         state: &mut RunState,
@@ -90,14 +91,17 @@ impl Agent<'_> {
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Prompt, AgentError> {
         let window = self.model.descriptor().context_length;
-        let prompt = self.build_messages(state, specs)?;
+        let prepared = self.model.prepare(self.build_messages(state, specs)?)?;
         if window > 0
-            && self.prompt_tokens(&prompt)? as f64 > self.config.summarize_at * window as f64
+            && prepared.tokens as f64 > self.config.summarize_at * window as f64
             && self.summarize(state, specs, cancel, on_event)?
         {
-            return self.build_messages(state, specs);
+            return Ok(self
+                .model
+                .prepare(self.build_messages(state, specs)?)?
+                .prompt);
         }
-        Ok(prompt)
+        Ok(prepared.prompt)
     }
 
     /// The generation request of a step: its sampling, limits, stop strings and grammar.
@@ -161,7 +165,10 @@ impl Agent<'_> {
             );
             if full && !retried && self.summarize(state, specs, cancel, on_event)? {
                 retried = true;
-                request.prompt = self.build_messages(state, specs)?;
+                request.prompt = self
+                    .model
+                    .prepare(self.build_messages(state, specs)?)?
+                    .prompt;
                 // The step starts over: what streamed of it so far is void.
                 on_event(AgentEvent::StepStarted { index });
                 continue;

@@ -208,6 +208,15 @@ pub enum Prompt {
     },
 }
 
+/// A prompt rendered once for a model, with its size: what `LanguageModel::prepare` returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedPrompt {
+    /// The prompt to send; the engine does not render it again.
+    pub prompt: Prompt,
+    /// Its size in tokens, counted as `count_tokens` counts text.
+    pub tokens: usize,
+}
+
 impl Prompt {
     pub fn chat(messages: Vec<ChatMessage>) -> Self {
         Prompt::Chat {
@@ -474,4 +483,21 @@ pub trait LanguageModel: Send + Sync {
         messages: &[ChatMessage],
         tools: Option<&[serde_json::Value]>,
     ) -> Result<String, LlmError>;
+
+    /// Renders `prompt` once for this model and counts it, so that a caller budgeting the
+    /// context sends the very prompt it counted and the engine does not render it again. This
+    /// default counts without rendering ahead; an engine that renders overrides it.
+    fn prepare(&self, prompt: Prompt) -> Result<PreparedPrompt, LlmError> {
+        let tokens = match &prompt {
+            Prompt::Chat {
+                messages, tools, ..
+            } => self.count_tokens(&self.render_chat(messages, tools.as_deref())?)?,
+            Prompt::Text(t) => self.count_tokens(t)?,
+            Prompt::Segments(s) => s
+                .iter()
+                .map(|s| self.count_tokens(&s.text))
+                .sum::<Result<usize, _>>()?,
+        };
+        Ok(PreparedPrompt { prompt, tokens })
+    }
 }

@@ -18,7 +18,7 @@ pub mod tokens;
 
 pub use engine::{
     CancelToken, Completion, GenerateRequest, Generation, GenerationEvent, LanguageModel, LlmError,
-    ModelDescriptor, Prompt, PromptSegment, SamplingParams, StopReason, Usage,
+    ModelDescriptor, PreparedPrompt, Prompt, PromptSegment, SamplingParams, StopReason, Usage,
 };
 pub use grammar::Grammar;
 pub use llama::{LlamaEngine, LoadEvent, LoadOptions, LoadState, LoadedModel};

@@ -21,7 +21,7 @@ use super::worker::{Command, Job, SharedSequence};
 use super::{lock, GrammarBackend, MemoryEstimate, ResolvedLoadOptions};
 use crate::llm::engine::{
     CancelToken, GenerateRequest, Generation, LanguageModel, LlmError, ModelDescriptor,
-    PromptSegment,
+    PreparedPrompt, Prompt, PromptSegment,
 };
 use crate::llm::library::ModelInfo;
 use crate::llm::template::{ChatMessage, ChatTemplate, TemplateError};
@@ -317,6 +317,25 @@ impl LanguageModel for LoadedModel {
         tools: Option<&[serde_json::Value]>,
     ) -> Result<String, LlmError> {
         self.render(messages, tools)
+    }
+
+    /// The chat rendered once into the segments generation decodes (trusted template text,
+    /// untrusted contents), counted as the text they make up.
+    fn prepare(&self, prompt: Prompt) -> Result<PreparedPrompt, LlmError> {
+        let segments = self.segments(&prompt)?;
+        let tokens = match &prompt {
+            Prompt::Segments(s) => s
+                .iter()
+                .map(|s| self.count_tokens(&s.text))
+                .sum::<Result<usize, _>>()?,
+            _ => {
+                self.count_tokens(&segments.iter().map(|s| s.text.as_str()).collect::<String>())?
+            }
+        };
+        Ok(PreparedPrompt {
+            prompt: Prompt::Segments(segments),
+            tokens,
+        })
     }
 }
 
