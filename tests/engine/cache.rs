@@ -1,0 +1,235 @@
+//! The KV cache: reuse across prompts that extend each other, padding a short step deep in
+//! the cache, and a reply replayed in the next prompt.
+
+use burrow::llm::grammar::Grammar;
+use burrow::llm::{ChatMessage, GenerateRequest, LanguageModel, Prompt, SamplingParams};
+
+use crate::common;
+
+/// The ReAct loop resends its whole history each step; only the new suffix may be evaluated,
+/// and the answer must be what evaluating everything would give. (The history here is prompt
+/// text, evaluated in batches either way: llama.cpp's arithmetic for a token decoded alone
+/// differs in the last bits from the same token inside a batch, which can flip a greedy choice;
+/// see llama.cpp's server docs on `cache_prompt`.)
+#[test]
+fn kv_reuse_gives_the_same_output_as_full_reevaluation() {
+    let (_g, model) = common::model();
+    let greedy = SamplingParams::greedy();
+    let history = vec![
+        ChatMessage::system("You are a helpful assistant."),
+        ChatMessage::user("What is a compiler?"),
+    ];
+    let with = |extra: &[ChatMessage]| {
+        let mut m = history.clone();
+        m.extend_from_slice(extra);
+        m
+    };
+    let step2 = with(&[
+        ChatMessage::assistant("A compiler translates source code into machine code."),
+        ChatMessage::user("And what is an interpreter?"),
+    ]);
+    let step2_other = with(&[
+        ChatMessage::assistant("A compiler is a program."),
+        ChatMessage::user("Name one compiler."),
+    ]);
+    let run = |messages: &[ChatMessage]| {
+        model
+            .generate(
+                GenerateRequest::new(Prompt::chat(messages.to_vec()))
+                    .sampling(greedy.clone())
+                    .max_tokens(40),
+            )
+            .unwrap()
+            .complete()
+            .unwrap()
+    };
+    let history_len = model
+        .prompt_tokens(&Prompt::chat(history.clone()))
+        .unwrap()
+        .len();
+
+    // Step 1 leaves the history in the cache; step 2 evaluates only what follows it.
+    model.clear_cache().unwrap();
+    model
+        .generate(
+            GenerateRequest::new(Prompt::chat(history.clone()))
+                .sampling(greedy.clone())
+                .max_tokens(1),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    let reused = run(&step2);
+    assert_eq!(
+        reused.usage.cached_tokens, history_len,
+        "{:?}",
+        reused.usage
+    );
+    model.clear_cache().unwrap();
+    let full = run(&step2);
+    assert_eq!(full.usage.cached_tokens, 0);
+    assert_eq!(reused.usage.prompt_tokens, full.usage.prompt_tokens);
+    assert!(!full.text.is_empty());
+    assert_eq!(reused.text, full.text);
+
+    // The cache now holds step 2 and its answer. A request that shares only the history must
+    // drop the rest of the cache, not attend to it.
+    let step2_len = model
+        .prompt_tokens(&Prompt::chat(step2.clone()))
+        .unwrap()
+        .len();
+    let diverged = run(&step2_other);
+    let shared = diverged.usage.cached_tokens;
+    assert!(
+        shared >= history_len && shared < step2_len,
+        "{:?}",
+        diverged.usage
+    );
+    model.clear_cache().unwrap();
+    model
+        .generate(
+            GenerateRequest::new(Prompt::chat(history.clone()))
+                .sampling(greedy.clone())
+                .max_tokens(1),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    let expected = run(&step2_other);
+    assert_eq!(diverged.text, expected.text);
+
+    // Resending the exact same prompt reuses all but its last token.
+    let again = run(&step2_other);
+    assert_eq!(again.usage.cached_tokens, again.usage.prompt_tokens - 1);
+}
+
+/// Issue 4: a short follow-up deep in the cache (an agent step: ~50 new tokens behind 1.5k) is
+/// padded to a full 64-row batch by re-evaluating a few cached tokens, because llama.cpp's CPU
+/// attention is much faster from 64 rows on (`burrow bench --tests depth`). The padding must not
+/// change what the model says.
+#[test]
+fn a_short_step_deep_in_the_cache_is_padded_without_changing_the_output() {
+    let (_g, model) = common::model();
+    let greedy = SamplingParams::greedy();
+    let sentence = "The indexer walks the repository, skips ignored paths, splits each file into \
+        chunks and stores them with their line numbers in a full-text index. ";
+    let history = vec![
+        ChatMessage::system("You are a helpful assistant."),
+        ChatMessage::user(format!("Notes about the project: {}", sentence.repeat(50))),
+        ChatMessage::assistant("I have read the notes."),
+    ];
+    let mut followup = history.clone();
+    followup.push(ChatMessage::user(
+        "Answer in two short sentences, please: which paths does the indexer skip, what does it \
+         split each file into, and where does it store the chunks together with their line \
+         numbers?",
+    ));
+    let run = |pad: bool| {
+        model.set_prefill_padding(pad);
+        model.clear_cache().unwrap();
+        let prime = model
+            .generate(
+                GenerateRequest::new(Prompt::chat(history.clone()))
+                    .sampling(greedy.clone())
+                    .max_tokens(1),
+            )
+            .unwrap()
+            .complete();
+        let step = model
+            .generate(
+                GenerateRequest::new(Prompt::chat(followup.clone()))
+                    .sampling(greedy.clone())
+                    .max_tokens(24),
+            )
+            .unwrap()
+            .complete();
+        model.set_prefill_padding(true);
+        prime.unwrap();
+        step.unwrap()
+    };
+    let plain = run(false);
+    let new = plain.usage.prompt_tokens - plain.usage.cached_tokens;
+    assert!(
+        plain.usage.cached_tokens > 1000 && (40..64).contains(&new),
+        "the fixture must be a short step deep in the cache: {:?}",
+        plain.usage
+    );
+    let padded = run(true);
+    assert_eq!(padded.usage.prompt_tokens, plain.usage.prompt_tokens);
+    assert_eq!(
+        padded.usage.prompt_tokens - padded.usage.cached_tokens,
+        64,
+        "{:?}",
+        padded.usage
+    );
+    assert!(!plain.text.trim().is_empty());
+    assert_eq!(padded.text, plain.text);
+}
+
+/// Issue 4: an agent replays each reply in the next prompt. The reply's tokens are already in
+/// the cache as the model sampled them, and tokenizing its text anew can split it otherwise
+/// (under a grammar it often does: `{"` sampled where the tokenizer gives `{` and `"`): the
+/// engine keeps the sampled tokens, so the next prompt evaluates only what follows.
+#[test]
+fn a_reply_replayed_in_the_next_prompt_stays_in_the_cache() {
+    let (_g, model) = common::model();
+    let greedy = SamplingParams::greedy();
+    let history = vec![
+        ChatMessage::system("You are a helpful assistant."),
+        ChatMessage::user("Write a JSON object describing a cat, with name, age and color."),
+    ];
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "maxLength": 20},
+            "age": {"type": "integer"},
+            "color": {"type": "string", "maxLength": 20},
+        },
+        "required": ["name", "age", "color"],
+    });
+    model.clear_cache().unwrap();
+    let first = model
+        .generate(
+            GenerateRequest::new(Prompt::chat(history.clone()))
+                .sampling(greedy.clone())
+                .grammar(Grammar::JsonSchema(schema))
+                .max_tokens(64),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert!(first.usage.generated_tokens > 10, "{first:?}");
+    let mut next = history.clone();
+    next.push(ChatMessage::assistant(first.text.clone()));
+    next.push(ChatMessage::user("Now one for a dog."));
+    let second = model
+        .generate(
+            GenerateRequest::new(Prompt::chat(next.clone()))
+                .sampling(greedy.clone())
+                .max_tokens(4),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    // Every reply token that was decoded is reused: all but the last, which ended the reply
+    // (completing the grammar) and was never evaluated.
+    assert!(
+        second.usage.cached_tokens >= first.usage.prompt_tokens + first.usage.generated_tokens - 1,
+        "{:?} then {:?}",
+        first.usage,
+        second.usage
+    );
+    // After the cache is cleared, the same prompt is tokenized from its text and evaluated
+    // whole.
+    model.clear_cache().unwrap();
+    let fresh = model
+        .generate(
+            GenerateRequest::new(Prompt::chat(next))
+                .sampling(greedy)
+                .max_tokens(4),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert_eq!(fresh.usage.cached_tokens, 0);
+}
