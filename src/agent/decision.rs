@@ -102,7 +102,7 @@ impl Agent<'_> {
         }
         let acted = self.act(state, &action, on_event);
         record.tool_ms = acted.tool_ms;
-        record.error = acted.error.clone();
+        record.error = acted.error;
         record.items = acted.items;
         if let Some(reason) = self
             .hooks
@@ -127,9 +127,7 @@ impl Agent<'_> {
         observation: Option<String>,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
-        if observation.is_some() {
-            record.observation = observation;
-        }
+        record.observation = observation;
         record.todos = state.plan.items().to_vec();
         if let (Some(store), Some(h)) = (self.store, &state.handle) {
             store.save_step(h, &record)?;
