@@ -53,6 +53,9 @@ enum Command {
     /// Give the agent a task: it plans, searches the workspace with its tools and answers,
     /// showing each step as it happens.
     Ask(cli::ask::AskArgs),
+    /// Measure the agent's answers on a question set, per model and protocol, beside the
+    /// first hit of a search.
+    Eval(cli::eval::EvalArgs),
     /// The agent's runs, kept with every step.
     Runs {
         #[command(subcommand)]
@@ -96,5 +99,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tool(args) => cli::workspace::tool(&home, args),
         Command::Runs { command } => cli::runs::run(&home, command),
         Command::Ask(args) => cli::ask::ask(&home, args),
+        Command::Eval(args) => cli::eval::eval(&home, args),
     }
 }

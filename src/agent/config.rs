@@ -15,6 +15,9 @@ pub struct AgentConfig {
     pub min_steps: usize,
     /// Decode every step under the protocol's grammar.
     pub grammar: bool,
+    /// Search the workspace with the task before the model's first step, and give the model
+    /// the results as that step's observation.
+    pub search_first: bool,
     pub persona: String,
     /// What the model is told about the workspace up front.
     pub task_context: String,
@@ -25,8 +28,9 @@ pub struct AgentConfig {
     pub max_step_tokens: usize,
     /// A final answer is refused while the plan has items neither completed nor cancelled.
     pub require_plan_done: bool,
-    /// With more tools than this, a run starts with the meta-tools only.
-    pub toolbelt_threshold: usize,
+    /// When the tools' descriptions would take more than this share of the context window,
+    /// a run starts with the most relevant tools that fit, and the toolbelt's meta-tools.
+    pub toolbelt_share: f64,
     /// The same call this many times is not run again.
     pub repeat_limit: usize,
     /// Characters of one observation the model reads at most. With a small context window
@@ -50,6 +54,7 @@ impl Default for AgentConfig {
             max_steps: 12,
             min_steps: 0,
             grammar: true,
+            search_first: true,
             persona: super::prompt::DEFAULT_PERSONA.to_string(),
             task_context: String::new(),
             // Greedy, for reproducible runs, with a light repetition penalty: small models
@@ -60,7 +65,7 @@ impl Default for AgentConfig {
             },
             max_step_tokens: 1024,
             require_plan_done: true,
-            toolbelt_threshold: 12,
+            toolbelt_share: 0.25,
             repeat_limit: 3,
             max_observation_chars: 3000,
             tool_attempts: 3,

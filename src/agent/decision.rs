@@ -8,16 +8,20 @@ use super::prompt::Turn;
 use super::protocol::{Action, FinalStatus};
 use super::record::{ActionRecord, RunStatus, StepRecord};
 use super::run::{Agent, Next};
-use super::state::{plan_text, RunState};
+use super::state::{plan_text, RunState, ANSWER_REFUSED};
+use crate::tools::locator::mentions;
+use crate::tools::Locator;
 
 impl Agent<'_> {
-    /// A final answer: taken, or refused with the reason as the observation.
+    /// A final answer: taken, or refused with the reason as the observation. The plan refuses
+    /// it only over items the model could still act on, and never twice in a row: a plan
+    /// must not keep a run from its answer.
     pub(super) fn answer(
         &self,
         state: &mut RunState,
         mut record: StepRecord,
         mut notes: Vec<String>,
-        (answer, status): (String, FinalStatus),
+        (answer, status, citations): (String, FinalStatus, Vec<String>),
         allow_final: bool,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
@@ -29,11 +33,14 @@ impl Agent<'_> {
                     record.index + 1,
                     self.config.min_steps
                 ),
-                "final answer refused: too early",
+                format!("{ANSWER_REFUSED}: too early"),
             ))
         } else {
-            let open = state.plan.unfinished();
-            (self.config.require_plan_done && status == FinalStatus::Completed && !open.is_empty())
+            let open = state.plan.actionable();
+            (self.config.require_plan_done
+                && status == FinalStatus::Completed
+                && !open.is_empty()
+                && !state.last_answer_refused())
                 .then(|| {
                     let list: Vec<String> = open
                         .iter()
@@ -45,14 +52,14 @@ impl Agent<'_> {
                              Finish them, or mark them completed or cancelled, then answer.",
                             list.join("; ")
                         ),
-                        "final answer refused: the plan has open items",
+                        format!("{ANSWER_REFUSED}: the plan has open items"),
                     )
                 })
         };
         if let Some((message, error)) = refusal {
             notes.push(message);
             record.final_answer = None;
-            record.error = Some(error.into());
+            record.error = Some(error);
             let text = notes.join("\n");
             return self.finish_step(state, record, None, Some(text), on_event);
         }
@@ -62,6 +69,7 @@ impl Agent<'_> {
         {
             return Ok(Next::stopped_by_hook(reason));
         }
+        (record.citations, record.unseen) = checked_citations(&state.seen(), &citations, &answer);
         record.final_answer = Some(answer.clone());
         self.finish_step(state, record, None, None, on_event)?;
         Ok(Next::End {
@@ -137,7 +145,7 @@ impl Agent<'_> {
         });
         // The toolbelt may have changed in this step: the observation shows the tools as
         // they are now.
-        let specs = self.visible_specs(&state.active);
+        let specs = self.visible_specs(state);
         let observation = self.prompt.observation(
             &self.vars(&specs),
             record.observation.as_deref().unwrap_or(""),
@@ -159,3 +167,34 @@ impl Agent<'_> {
         })
     }
 }
+
+/// The citations that name items the run saw (as the seen items), and what the answer names,
+/// cited or in its text, that the run never saw. Under a grammar a citation is always one it
+/// saw; without one, or in the text, a model may name anything.
+pub(super) fn checked_citations(
+    seen: &[Locator],
+    citations: &[String],
+    answer: &str,
+) -> (Vec<Locator>, Vec<String>) {
+    let mut cited: Vec<Locator> = Vec::new();
+    let mut unseen: Vec<String> = Vec::new();
+    for c in citations {
+        // A file cited without its line is the file at any line the run saw.
+        let found = seen
+            .iter()
+            .find(|l| l.cite() == *c)
+            .or_else(|| seen.iter().find(|l| l.cite().starts_with(&format!("{c}:"))));
+        match found {
+            Some(l) if !cited.contains(l) => cited.push(l.clone()),
+            Some(_) => {}
+            None => unseen.push(c.clone()),
+        }
+    }
+    for m in mentions(answer) {
+        if !seen.iter().any(|l| l.is_named_by(&m)) && !unseen.contains(&m.text()) {
+            unseen.push(m.text());
+        }
+    }
+    (cited, unseen)
+}
+

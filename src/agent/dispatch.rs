@@ -22,11 +22,11 @@ pub(super) struct Acted {
 
 impl Agent<'_> {
     /// The tools the model sees: the active ones, and the meta-tools the protocol needs.
-    pub(super) fn visible_specs(&self, active: &[String]) -> Vec<ToolSpec> {
+    pub(super) fn visible_specs(&self, state: &RunState) -> Vec<ToolSpec> {
+        let active = &state.active;
         let mut specs: Vec<ToolSpec> = active.iter().filter_map(|n| self.tools.spec(n)).collect();
-        let all = self.tools.names();
-        if all.len() > self.config.toolbelt_threshold {
-            specs.extend(meta::toolbelt_specs(&all, active));
+        if state.toolbelt {
+            specs.extend(meta::toolbelt_specs(&self.tools.names(), active));
         }
         if !self.config.protocol.has_plan_field() {
             specs.push(meta::todo_write_spec());
@@ -149,7 +149,7 @@ impl Agent<'_> {
         let name = action.tool.as_str();
         if !state.active.iter().any(|n| n == name) {
             let visible: Vec<String> = self
-                .visible_specs(&state.active)
+                .visible_specs(state)
                 .into_iter()
                 .map(|s| s.name)
                 .collect();

@@ -33,6 +33,10 @@ pub enum AnswerStatus {
 /// Give the final answer and end the task.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FinalAnswerInput {
+    /// The items the answer rests on, as the results named them: repo#12, repo:path:line,
+    /// repo@hash. None when the workspace does not hold the answer.
+    #[serde(default)]
+    pub citations: Vec<String>,
     /// The answer for the user, citing files, issues, pull requests or commits.
     pub answer: String,
     /// completed, blocked (cannot go on) or failed.

@@ -1,13 +1,14 @@
 //! The ReAct agent: the loop that reasons and acts over the tools with a local model.
 //!
 //! - `run.rs`: the `Agent` and its loop; `step.rs`: one step, from prompt to what the model
-//!   decided; `decision.rs`: a final answer or a call carried out, and the step recorded;
+//!   decided; `first.rs`: the search Burrow makes with the task before the model's first
+//!   step; `decision.rs`: a final answer or a call carried out, and the step recorded;
 //!   `dispatch.rs`: the loop guard, the meta-tools and tool retries; `context.rs`: the prompt's
 //!   messages and the summaries that fold older steps; `state.rs`: what a run carries from step
 //!   to step; `config.rs`, `events.rs`: how a run behaves, what it reports, how it fails.
 //! - `protocol/` (the ReAct dialects and their parsers), `grammar/` (each step's
 //!   grammar), `prompt.rs` (the prompt template), `meta.rs` (the tools the loop answers
-//!   itself), `todo/` (the plan), `hooks.rs`, `record.rs` and `store.rs` (runs as data, and
+//!   itself), `toolbelt.rs` (the tools a run starts with), `todo/` (the plan), `hooks.rs`, `record.rs` and `store.rs` (runs as data, and
 //!   where they are kept), `bench.rs` (`burrow bench --agent`).
 
 pub mod bench;
@@ -15,6 +16,7 @@ pub mod config;
 mod context;
 mod decision;
 mod dispatch;
+pub mod first;
 pub mod events;
 pub mod grammar;
 pub mod hooks;
@@ -25,6 +27,7 @@ pub mod record;
 pub mod run;
 mod state;
 mod step;
+mod toolbelt;
 pub mod store;
 pub mod todo;
 

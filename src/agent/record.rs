@@ -82,6 +82,15 @@ pub struct StepRecord {
     /// The items the observation shows (files, issues, pull requests, commits), as the tool
     /// located them: what a shell links, and what the run has seen.
     pub items: Vec<Locator>,
+    /// A final answer's citations: items the run saw, as the model chose them (the grammar
+    /// offers only those).
+    pub citations: Vec<Locator>,
+    /// What a final answer names (in its text, or cites without a grammar) that the run
+    /// never saw: an issue, commit or file the model may have invented.
+    pub unseen: Vec<String>,
+    /// Burrow took this step itself, not the model: the search of the workspace with the
+    /// task before the model's first step.
+    pub automatic: bool,
     /// Set when the step did not parse, or its tool call failed or was refused.
     pub error: Option<String>,
     /// The plan after the step.

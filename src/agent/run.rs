@@ -16,6 +16,7 @@ use super::record::{RunStatus, StepRecord};
 use super::state::{plan_text, RunState};
 use super::store::{RunHandle, RunStore};
 use super::todo::TodoList;
+use super::toolbelt::initial_tools;
 use crate::llm::engine::{CancelToken, LanguageModel};
 use crate::tools::{ToolRegistry, ToolSpec};
 use crate::workspace::WorkspaceError;
@@ -93,11 +94,14 @@ impl<'a> Agent<'a> {
         self
     }
 
-    /// A run's state before its first step. With the toolbelt, it starts with no tools.
+    /// A run's state before its first step, with the tools it starts with.
     fn new_state(&self, task: &str, handle: Option<RunHandle>) -> RunState {
-        let names = self.tools.names();
-        let toolbelt = names.len() > self.config.toolbelt_threshold;
-        let active = if toolbelt { Vec::new() } else { names };
+        let (active, toolbelt) = initial_tools(
+            self.model,
+            &self.tools.specs(),
+            self.config.toolbelt_share,
+            task,
+        );
         RunState::new(task, active, toolbelt, handle)
     }
 
@@ -122,6 +126,15 @@ impl<'a> Agent<'a> {
             protocol: self.config.protocol.as_str().to_string(),
             model: model_name,
         });
+        match self.search_first(&mut state, on_event) {
+            Ok(Next::Continue) => {}
+            Ok(Next::End {
+                status,
+                answer,
+                error,
+            }) => return self.end(&mut state, status, answer, error, on_event),
+            Err(e) => return self.fail(&mut state, e, on_event),
+        }
         self.drive(state, cancel, on_event)
     }
 

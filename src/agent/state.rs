@@ -7,10 +7,14 @@ use serde_json::{Map, Value};
 
 use super::events::AgentEvent;
 use super::prompt::Turn;
-use super::protocol::TodoChange;
+use super::protocol::{Action, TodoChange};
 use super::record::StepRecord;
 use super::store::RunHandle;
 use super::todo::{TodoError, TodoList};
+use crate::tools::Locator;
+
+/// How a refused final answer's error starts in its step's record.
+pub(super) const ANSWER_REFUSED: &str = "final answer refused";
 
 pub(super) struct RunState {
     pub task: String,
@@ -77,6 +81,41 @@ impl RunState {
             items: self.plan.items().to_vec(),
         });
         Ok(())
+    }
+
+    /// Every item the run's observations showed, each once, in the order first seen.
+    pub fn seen(&self) -> Vec<Locator> {
+        let mut seen: Vec<Locator> = Vec::new();
+        for item in self.steps.iter().flat_map(|s| &s.items) {
+            if !seen.contains(item) {
+                seen.push(item.clone());
+            }
+        }
+        seen
+    }
+
+    /// The calls the run's steps made, each once.
+    pub fn calls_made(&self) -> Vec<Action> {
+        let mut made: Vec<Action> = Vec::new();
+        for a in self.steps.iter().filter_map(|s| s.action.as_ref()) {
+            let call = Action {
+                tool: a.tool.clone(),
+                args: a.args.clone(),
+            };
+            if !made.contains(&call) {
+                made.push(call);
+            }
+        }
+        made
+    }
+
+    /// Whether the step before this one was a final answer refused.
+    pub fn last_answer_refused(&self) -> bool {
+        self.steps.last().is_some_and(|s| {
+            s.error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(ANSWER_REFUSED))
+        })
     }
 
     pub fn run_id(&self) -> Option<i64> {

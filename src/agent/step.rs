@@ -13,7 +13,7 @@ use super::record::{RunStatus, StepRecord};
 use super::run::{Agent, Next};
 use super::state::RunState;
 use crate::llm::engine::{CancelToken, GenerateRequest, LlmError, Prompt, StopReason, Usage};
-use crate::tools::ToolSpec;
+use crate::tools::{Locator, ToolSpec};
 
 impl Agent<'_> {
     pub(super) fn step(
@@ -24,7 +24,7 @@ impl Agent<'_> {
     ) -> Result<Next, AgentError> {
         let index = state.steps.len();
         on_event(AgentEvent::StepStarted { index });
-        let specs = self.visible_specs(&state.active);
+        let specs = self.visible_specs(state);
         let prompt = self.step_prompt(state, &specs, cancel, on_event)?;
         if let Some(reason) = self
             .hooks
@@ -33,7 +33,15 @@ impl Agent<'_> {
             return Ok(Next::stopped_by_hook(reason));
         }
         let allow_final = index + 1 >= self.config.min_steps;
-        let request = self.step_request(prompt, &specs, allow_final)?;
+        let cites: Vec<String> = state.seen().iter().map(Locator::cite).collect();
+        let made = state.calls_made();
+        let shape = StepShape {
+            allow_final,
+            todo_patch: self.config.protocol.has_plan_field(),
+            cites: &cites,
+            made: &made,
+        };
+        let request = self.step_request(prompt, &specs, shape)?;
         let started = Instant::now();
         let (output, usage, stop) = self.decode(state, &specs, request, cancel, on_event)?;
         let mut record = decoded(index, output, &usage, started);
@@ -69,11 +77,15 @@ impl Agent<'_> {
             }
         }
         match decision {
-            Decision::Finish { answer, status } => self.answer(
+            Decision::Finish {
+                answer,
+                status,
+                citations,
+            } => self.answer(
                 state,
                 record,
                 notes,
-                (answer, status),
+                (answer, status, citations),
                 allow_final,
                 on_event,
             ),
@@ -109,7 +121,7 @@ impl Agent<'_> {
         &self,
         prompt: Prompt,
         specs: &[ToolSpec],
-        allow_final: bool,
+        shape: StepShape<'_>,
     ) -> Result<GenerateRequest, AgentError> {
         let protocol = self.config.protocol;
         let request = GenerateRequest::new(prompt)
@@ -122,13 +134,9 @@ impl Agent<'_> {
         // `tool-calls` answers through the final_answer tool: it is left out instead.
         let grammar_specs: Vec<ToolSpec> = specs
             .iter()
-            .filter(|s| allow_final || s.name != meta::FINAL_ANSWER)
+            .filter(|s| shape.allow_final || s.name != meta::FINAL_ANSWER)
             .cloned()
             .collect();
-        let shape = StepShape {
-            allow_final,
-            todo_patch: protocol.has_plan_field(),
-        };
         Ok(request.grammar(step_grammar(protocol, &grammar_specs, shape)?))
     }
 

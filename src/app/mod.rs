@@ -4,6 +4,7 @@
 //! method on a worker thread and forwards the events over a channel, so its commands stay a few
 //! lines and everything here is tested without a window.
 
+pub mod eval;
 pub mod models;
 pub mod settings;
 

@@ -38,6 +38,8 @@ pub struct Settings {
     pub temperature: f32,
     /// Decode every step under the protocol's grammar.
     pub grammar: bool,
+    /// Search the workspace with the task before the model's first step.
+    pub search_first: bool,
     /// Share of the context window past which older steps are summarized.
     pub summarize_at: f64,
     /// Refuse a final answer while the plan has open items.
@@ -57,6 +59,7 @@ impl Default for Settings {
             max_steps: agent.max_steps,
             temperature: agent.sampling.temperature,
             grammar: agent.grammar,
+            search_first: agent.search_first,
             summarize_at: agent.summarize_at,
             require_plan_done: agent.require_plan_done,
             persona: String::new(),
@@ -167,6 +170,7 @@ impl Settings {
             protocol: Protocol::parse_name(&self.protocol).unwrap_or(Protocol::JsonTyped),
             max_steps: self.max_steps,
             grammar: self.grammar,
+            search_first: self.search_first,
             summarize_at: self.summarize_at,
             require_plan_done: self.require_plan_done,
             task_context,
@@ -276,6 +280,7 @@ mod tests {
             max_steps: 7,
             temperature: 0.4,
             grammar: false,
+            search_first: false,
             summarize_at: 0.5,
             require_plan_done: false,
             persona: "  A careful reviewer.  ".into(),

@@ -35,6 +35,9 @@ pub struct AskArgs {
     /// what it cannot read goes back to the model).
     #[arg(long)]
     pub no_grammar: bool,
+    /// Leave out the search Burrow makes with the task before the model's first step.
+    #[arg(long)]
+    pub no_search_first: bool,
     /// Write each step as a JSON line to this file as it completes.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -79,6 +82,7 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
         max_steps: args.max_steps,
         min_steps: args.min_steps,
         grammar: !args.no_grammar,
+        search_first: !args.no_search_first,
         task_context: app.task_context()?,
         ..Default::default()
     };

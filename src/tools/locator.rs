@@ -68,4 +68,141 @@ impl Locator {
                 .map(|n| Locator::issue_or_pr(&h.repo, n, h.kind == Kind::Pr)),
         }
     }
+
+    /// How an answer cites the item: `repo#12` (an issue or a pull request), `repo:path:line`
+    /// (a file, at a line where the item has one), `repo@0123456789` (a commit, its hash cut
+    /// to ten digits as the tools show it). The step grammar offers these as a final answer's
+    /// citations.
+    pub fn cite(&self) -> String {
+        let repo = |r: &Option<String>| r.clone().unwrap_or_default();
+        match self {
+            Locator::File { path, line, repo: r } => match line {
+                Some(l) => format!("{}:{path}:{l}", repo(r)),
+                None => format!("{}:{path}", repo(r)),
+            },
+            Locator::Issue { number, repo: r } | Locator::PullRequest { number, repo: r } => {
+                format!("{}#{number}", repo(r))
+            }
+            Locator::Commit { hash, repo: r } => {
+                let short: String = hash.chars().take(COMMIT_CITE_DIGITS).collect();
+                format!("{}@{short}", repo(r))
+            }
+        }
+    }
+
+    /// Whether `mention`, something an answer's text names (`#12`, a commit hash or a prefix
+    /// of one, a path or its end), is this item.
+    pub fn is_named_by(&self, mention: &Mention) -> bool {
+        match (self, mention) {
+            (
+                Locator::Issue { number, .. } | Locator::PullRequest { number, .. },
+                Mention::Number(n),
+            ) => number == n,
+            (Locator::Commit { hash, .. }, Mention::Hash(h)) => {
+                let h = h.to_ascii_lowercase();
+                hash.starts_with(&h) || h.starts_with(hash.as_str())
+            }
+            (Locator::File { path, .. }, Mention::Path(p)) => {
+                path == p || path.ends_with(&format!("/{p}")) || p.ends_with(&format!("/{path}"))
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Digits of a commit hash in a citation (as the tools print hashes).
+pub const COMMIT_CITE_DIGITS: usize = 10;
+
+/// An item named in free text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Mention {
+    /// `#12`: an issue or a pull request.
+    Number(i64),
+    /// Seven to forty hex digits with a digit and a letter among them: a commit.
+    Hash(String),
+    /// A path with a folder (`src/main.rs`) or a file name with a known extension.
+    Path(String),
+}
+
+impl Mention {
+    pub fn text(&self) -> String {
+        match self {
+            Mention::Number(n) => format!("#{n}"),
+            Mention::Hash(h) | Mention::Path(h) => h.clone(),
+        }
+    }
+}
+
+/// What `mentions` finds: `#12` (not `&#12;`), a commit hash, a path.
+const MENTIONS: &str = r"(?x)
+    (?:^|[^\w&/])\#(?P<num>[0-9]{1,9})\b
+    | \b(?P<hash>[0-9a-fA-F]{7,40})\b
+    | (?P<path>(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}
+        | [\w-]+\.(?:rs|md|toml|json|ya?ml|txt|cpp|cc|h|hpp|c|py|ts|js|sh|ui|qrc|in|ac|am))\b";
+
+/// The issues, commits and files a text names, in order, each once. What a model writes in
+/// an answer is read with this to flag what the run never saw.
+pub fn mentions(text: &str) -> Vec<Mention> {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(MENTIONS,
+        )
+        .map_err(|e| tracing::error!("the mentions pattern is invalid: {e}"))
+        .ok()
+    });
+    let Some(re) = re else {
+        return Vec::new();
+    };
+    let mut out: Vec<Mention> = Vec::new();
+    for c in re.captures_iter(text) {
+        let m = if let Some(n) = c.name("num") {
+            n.as_str().parse().ok().map(Mention::Number)
+        } else if let Some(h) = c.name("hash") {
+            let h = h.as_str();
+            let digits = h.chars().any(|c| c.is_ascii_digit());
+            let letters = h.chars().any(|c| c.is_ascii_alphabetic());
+            (digits && letters).then(|| Mention::Hash(h.to_string()))
+        } else {
+            c.name("path").map(|p| Mention::Path(p.as_str().to_string()))
+        };
+        if let Some(m) = m {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn citations_and_mentions_name_the_same_items() {
+        regex::Regex::new(MENTIONS).unwrap();
+        let f = Locator::file("ripgrep", "crates/ignore/src/walk.rs", Some(873));
+        let i = Locator::issue_or_pr("bitcoin-core/gui", 809, false);
+        let c = Locator::commit("ripgrep", "ed94aedf27aa11bb22cc33dd44ee55ff66778899");
+        assert_eq!(f.cite(), "ripgrep:crates/ignore/src/walk.rs:873");
+        assert_eq!(i.cite(), "bitcoin-core/gui#809");
+        assert_eq!(c.cite(), "ripgrep@ed94aedf27");
+        let text = "Fixed in ed94aedf27 (see #809 and crates/ignore/src/walk.rs, walk.rs, \
+                    README.md); not abc&#12; 1234567 is a number, deadbee a word";
+        let m = mentions(text);
+        assert_eq!(
+            m,
+            vec![
+                Mention::Hash("ed94aedf27".into()),
+                Mention::Number(809),
+                Mention::Path("crates/ignore/src/walk.rs".into()),
+                Mention::Path("walk.rs".into()),
+                Mention::Path("README.md".into()),
+            ]
+        );
+        assert!(c.is_named_by(&m[0]));
+        assert!(i.is_named_by(&m[1]));
+        assert!(f.is_named_by(&m[2]) && f.is_named_by(&m[3]));
+        assert!(!f.is_named_by(&m[4]) && !i.is_named_by(&Mention::Number(80)));
+    }
 }

@@ -114,12 +114,12 @@ fn the_toolbelt_starts_with_meta_tools_and_adds_on_request() {
         FakeTurn::text(&call(p, "toolbelt_remove_tool", json!({"name": "lookup"}))),
         FakeTurn::text(&answer(p, "done")),
     ]);
-    // A threshold of 0: one tool is already "too many".
+    // No share of the context for tools: one tool is already too many.
     let agent = Agent::new(
         &model,
         &tools,
         AgentConfig {
-            toolbelt_threshold: 0,
+            toolbelt_share: 0.0,
             grammar: false,
             max_steps: 8,
             ..config(p)

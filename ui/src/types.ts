@@ -175,6 +175,7 @@ export interface Settings {
   max_steps: number;
   temperature: number;
   grammar: boolean;
+  search_first: boolean;
   summarize_at: number;
   require_plan_done: boolean;
   persona: string;

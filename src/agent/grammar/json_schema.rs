@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{answer_string, bounded, object, string, StepShape};
+use super::{answer_string, bounded, citations_schema, object, string, StepShape};
 use crate::agent::todo::TodoPatch;
 use crate::tools::{spec_for, ToolSpec};
 
@@ -18,7 +18,7 @@ fn one_of(branches: Vec<Value>) -> Value {
 /// One branch per tool, and the final form when allowed.
 fn union(
     tools: &[ToolSpec],
-    shape: StepShape,
+    shape: StepShape<'_>,
     tool: impl Fn(&ToolSpec) -> Value,
     final_form: impl FnOnce() -> Value,
 ) -> Value {
@@ -58,9 +58,10 @@ pub(super) fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
                 with_patch(vec![
                     ("type", json!({"const": "final"})),
                     ("thinking", string()),
+                    ("citations", citations_schema(shape.cites)),
                     ("final", answer_string()),
                 ]),
-                &["type", "thinking", "final"],
+                &["type", "thinking", "citations", "final"],
             )
         },
     )
@@ -85,8 +86,12 @@ pub(super) fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
         },
         || {
             object(
-                vec![("thought", string()), ("answer", answer_string())],
-                &["thought", "answer"],
+                vec![
+                    ("thought", string()),
+                    ("citations", citations_schema(shape.cites)),
+                    ("answer", answer_string()),
+                ],
+                &["thought", "citations", "answer"],
             )
         },
     )
@@ -115,10 +120,17 @@ pub(super) fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
                 vec![
                     ("thought", string()),
                     ("action", json!({"const": "FINISH"})),
+                    ("citations", citations_schema(shape.cites)),
                     ("final_answer", answer_string()),
                     ("task_successful", json!({"type": "boolean"})),
                 ],
-                &["thought", "action", "final_answer", "task_successful"],
+                &[
+                    "thought",
+                    "action",
+                    "citations",
+                    "final_answer",
+                    "task_successful",
+                ],
             )
         },
     )
@@ -178,6 +190,11 @@ fn args_pattern(schema: &Value) -> Option<String> {
             }
             "integer" => INTEGER.to_string(),
             "number" => format!(r"{INTEGER}(?:\.[0-9]{{1,17}})?(?:[eE][+-]?[0-9]{{1,3}})?"),
+            // Every string but those of calls already made (see `exclude`).
+            "string" if o.contains_key("x-not") => {
+                let not: Vec<&str> = o.get("x-not")?.as_array()?.iter().filter_map(Value::as_str).collect();
+                format!(r#""{}""#, super::exclude::not_any_of_json(&not))
+            }
             "string" if !o.contains_key("pattern") && !o.contains_key("format") => {
                 let min = o.get("minLength").and_then(Value::as_u64).unwrap_or(0);
                 let max = o.get("maxLength").and_then(Value::as_u64)?;

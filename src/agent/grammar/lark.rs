@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{bounded, object, StepShape, ANSWER_CHARS, THOUGHT_CHARS};
+use super::{bounded, object, StepShape, ANSWER_CHARS, CITATIONS, THOUGHT_CHARS};
 use crate::llm::grammar::{strict_json_schema, GrammarError};
 use crate::tools::ToolSpec;
 
@@ -31,7 +31,7 @@ fn lark_literal(s: &str) -> String {
 }
 
 /// One line of thought, then an action with its arguments or a final answer.
-pub(super) fn text(tools: &[ToolSpec], shape: StepShape) -> Result<String, GrammarError> {
+pub(super) fn text(tools: &[ToolSpec], shape: StepShape<'_>) -> Result<String, GrammarError> {
     let mut g = String::from("start: \"Thought: \" THOUGHT \"\\n\" ");
     let mut alternatives = Vec::new();
     if !tools.is_empty() {
@@ -41,7 +41,11 @@ pub(super) fn text(tools: &[ToolSpec], shape: StepShape) -> Result<String, Gramm
         alternatives.push("final".to_string());
     }
     g.push_str(&format!("({})\n", alternatives.join(" | ")));
-    g.push_str(&format!("THOUGHT: /[^\\n]{{1,{THOUGHT_CHARS}}}/\n"));
+    // A thought starts with a letter or a digit (see `super::string`).
+    g.push_str(&format!(
+        "THOUGHT: /[\\p{{L}}\\p{{N}}][^\\n]{{0,{}}}/\n",
+        THOUGHT_CHARS - 1
+    ));
     if !tools.is_empty() {
         let calls: Vec<String> = (0..tools.len()).map(|i| format!("call_{i}")).collect();
         g.push_str(&format!("action: {}\n", calls.join(" | ")));
@@ -54,8 +58,25 @@ pub(super) fn text(tools: &[ToolSpec], shape: StepShape) -> Result<String, Gramm
         }
     }
     if shape.allow_final {
+        // Up to `CITATIONS` of the items the run saw, or none.
+        let mut cites = vec!["\"none\"".to_string()];
+        if !shape.cites.is_empty() {
+            g.push_str(&format!(
+                "cite: {}\n",
+                shape
+                    .cites
+                    .iter()
+                    .map(|c| lark_literal(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ));
+            for n in 1..=CITATIONS {
+                cites.push(vec!["cite"; n as usize].join(" \", \" "));
+            }
+        }
         g.push_str(&format!(
-            "final: \"Final Answer: \" ANSWER\nANSWER: /(.|\\n){{1,{ANSWER_CHARS}}}/\n"
+            "final: \"Citations: \" ({}) \"\\nFinal Answer: \" ANSWER\nANSWER: /(.|\\n){{1,{ANSWER_CHARS}}}/\n",
+            cites.join(" | ")
         ));
     }
     Ok(g)

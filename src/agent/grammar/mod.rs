@@ -7,6 +7,7 @@
 //! The parts: `json_schema` builds the JSON protocols' schemas (and the pattern `json-finish`
 //! holds its arguments string to); `lark` builds the grammars of `text` and `tool-calls`.
 
+mod exclude;
 mod json_schema;
 mod lark;
 #[cfg(test)]
@@ -14,19 +15,24 @@ mod tests;
 
 use serde_json::{json, Value};
 
-use super::protocol::Protocol;
+use super::protocol::{Action, Protocol};
 use crate::llm::grammar::{Grammar, GrammarError};
 use crate::tools::ToolSpec;
 use json_schema::{json_action, json_finish, json_typed};
 use lark::{text, tool_calls};
 
 /// What a step may be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepShape {
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepShape<'a> {
     /// The final-answer form is offered (it is not while the plan forbids it, for instance).
     pub allow_final: bool,
     /// `json-typed` steps may carry a `todo_patch`.
     pub todo_patch: bool,
+    /// What a final answer may cite: the items the run's observations showed (see
+    /// `Locator::cite`). A model can still be wrong, but it cannot cite what it never saw.
+    pub cites: &'a [String],
+    /// The calls the run made: the step cannot make one of them again.
+    pub made: &'a [Action],
 }
 
 /// The grammar of one step. For `tool-calls` the final answer is the `final_answer` tool, so
@@ -34,8 +40,9 @@ pub struct StepShape {
 pub fn step_grammar(
     protocol: Protocol,
     tools: &[ToolSpec],
-    shape: StepShape,
+    shape: StepShape<'_>,
 ) -> Result<Grammar, GrammarError> {
+    let tools = &without_calls_made(tools, shape.made);
     // A protocol that answers with a tool has its final form among `tools`.
     let final_form = shape.allow_final && !protocol.answers_with_tool();
     if tools.is_empty() && !final_form {
@@ -50,7 +57,7 @@ pub fn step_grammar(
         Protocol::JsonAction => Grammar::JsonSchema(json_action(tools, shape)),
         Protocol::JsonFinish => Grammar::JsonSchema(json_finish(tools, shape)),
         Protocol::Text => Grammar::Lark(text(tools, shape)?),
-        Protocol::ToolCalls => Grammar::Lark(tool_calls(tools)?),
+        Protocol::ToolCalls => Grammar::Lark(tool_calls(&with_citations(tools, shape.cites))?),
     };
     Ok(grammar)
 }
@@ -73,8 +80,59 @@ const ARGUMENT_CHARS: u64 = 300;
 /// Items of one list argument, unless its schema says otherwise.
 const ARGUMENT_ITEMS: u64 = 16;
 
+/// The tools with their arguments held to calls not made yet; a tool whose every call was
+/// made (one without arguments, once called) is left out.
+fn without_calls_made(tools: &[ToolSpec], made: &[Action]) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .filter_map(|t| {
+            let calls: Vec<&serde_json::Map<String, Value>> = made
+                .iter()
+                .filter(|a| a.tool == t.name)
+                .map(|a| &a.args)
+                .collect();
+            let parameters = exclude::excluding(&bounded(&t.parameters), &calls)?;
+            Some(ToolSpec {
+                parameters,
+                ..t.clone()
+            })
+        })
+        .collect()
+}
+
+/// Citations a final answer may list.
+pub const CITATIONS: u64 = 3;
+
+/// A thought: one bounded line that starts with a letter or a digit. Small models otherwise
+/// start a thought with what the last step's JSON left in their head (`...},`).
 fn string() -> Value {
-    json!({"type": "string", "maxLength": THOUGHT_CHARS})
+    json!({
+        "type": "string",
+        "pattern": format!("^[\\p{{L}}\\p{{N}}][^\\n]{{0,{}}}$", THOUGHT_CHARS - 1),
+    })
+}
+
+/// A final answer's citations: some of the items the run saw, none when it saw nothing.
+pub(crate) fn citations_schema(cites: &[String]) -> Value {
+    if cites.is_empty() {
+        json!({"type": "array", "maxItems": 0})
+    } else {
+        json!({"type": "array", "items": {"enum": cites}, "maxItems": CITATIONS})
+    }
+}
+
+/// The tools, with `final_answer`'s citations limited to what the run saw.
+fn with_citations(tools: &[ToolSpec], cites: &[String]) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            if t.name == crate::agent::meta::FINAL_ANSWER {
+                t.parameters["properties"]["citations"] = citations_schema(cites);
+            }
+            t
+        })
+        .collect()
 }
 
 fn answer_string() -> Value {

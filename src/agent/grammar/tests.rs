@@ -51,6 +51,7 @@ fn every_protocol_has_a_valid_grammar_for_every_shape() {
                 StepShape {
                     allow_final,
                     todo_patch: true,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -62,6 +63,7 @@ fn every_protocol_has_a_valid_grammar_for_every_shape() {
     let only_final = StepShape {
         allow_final: true,
         todo_patch: false,
+        ..Default::default()
     };
     for p in PROTOCOLS {
         let g = step_grammar(p, &[], only_final);
@@ -74,6 +76,7 @@ fn the_schema_names_only_active_tools_and_their_arguments() {
     let shape = StepShape {
         allow_final: false,
         todo_patch: false,
+        ..Default::default()
     };
     let Grammar::JsonSchema(s) = step_grammar(Protocol::JsonAction, &tools()[..2], shape).unwrap()
     else {
@@ -104,13 +107,14 @@ fn grammars_accept_well_formed_steps_and_nothing_else() {
     let shape = StepShape {
         allow_final: true,
         todo_patch: true,
+        ..Default::default()
     };
     let cases: [(Protocol, &[&str], &[&str]); 5] = [
         (
             Protocol::JsonTyped,
             &[
                 r#"{"type": "tool", "thinking": "sum", "tool_name": "calculate", "tool_args": {"expression": "1+1"}}"#,
-                r#"{"type": "final", "thinking": "done", "final": "2", "todo_patch": {"op": "remove", "item_id": "1", "reason": "done"}}"#,
+                r#"{"type": "final", "thinking": "done", "citations": [], "final": "2", "todo_patch": {"op": "remove", "item_id": "1", "reason": "done"}}"#,
             ],
             &[
                 r#"{"type": "tool", "thinking": "x", "tool_name": "rm", "tool_args": {}}"#,
@@ -122,7 +126,7 @@ fn grammars_accept_well_formed_steps_and_nothing_else() {
             Protocol::JsonAction,
             &[
                 r#"{"thought": "t", "action": {"name": "list_things", "arguments": {"kind": "pr", "limit": 3}}}"#,
-                r#"{"thought": "t", "answer": "none"}"#,
+                r#"{"thought": "t", "citations": [], "answer": "none"}"#,
             ],
             &[r#"{"thought": "t", "action": {"name": "list_things", "arguments": {"limit": 3}}}"#],
         ),
@@ -133,7 +137,7 @@ fn grammars_accept_well_formed_steps_and_nothing_else() {
                 r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"pr\", \"limit\": 3}"}"#,
                 r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"issue\"}"}"#,
                 r#"{"thought": "t", "action": "list_things", "args": "{\"kind\": \"issue\", \"limit\": null}"}"#,
-                r#"{"thought": "t", "action": "FINISH", "final_answer": "2", "task_successful": true}"#,
+                r#"{"thought": "t", "action": "FINISH", "citations": [], "final_answer": "2", "task_successful": true}"#,
             ],
             &[
                 r#"{"thought": "t", "action": "DELETE", "args": "{}"}"#,
@@ -150,7 +154,7 @@ fn grammars_accept_well_formed_steps_and_nothing_else() {
             Protocol::Text,
             &[
                 "Thought: add\nAction: calculate\nArgs: {\"expression\": \"1+1\"}",
-                "Thought: done\nFinal Answer: 2\nbecause 1+1.",
+                "Thought: done\nCitations: none\nFinal Answer: 2\nbecause 1+1.",
             ],
             &[
                 "Thought: add\nAction: shell\nArgs: {}",
@@ -171,9 +175,9 @@ fn grammars_accept_well_formed_steps_and_nothing_else() {
     // A string cannot run on: thoughts and arguments are bounded.
     let g = step_grammar(Protocol::JsonAction, &tools(), shape).unwrap();
     let long = "a".repeat(THOUGHT_CHARS as usize + 1);
-    let step = format!(r#"{{"thought": "{long}", "answer": "x"}}"#);
+    let step = format!(r#"{{"thought": "{long}", "citations": [], "answer": "x"}}"#);
     assert!(!g.accepts(&step).unwrap());
-    let step = format!(r#"{{"thought": "{}", "answer": "x"}}"#, &long[1..]);
+    let step = format!(r#"{{"thought": "{}", "citations": [], "answer": "x"}}"#, &long[1..]);
     assert!(g.accepts(&step).unwrap());
     let arg = "w".repeat(ARGUMENT_CHARS as usize + 1);
     let step = format!(
@@ -192,10 +196,10 @@ fn grammars_accept_well_formed_steps_and_nothing_else() {
     .unwrap();
     let plan = |n: u32| {
         let items: Vec<String> = (0..n)
-            .map(|i| format!(r#"{{"id": "{i}", "title": "t", "status": "pending"}}"#))
+            .map(|i| format!(r#"{{"title": "t{i}", "status": "pending"}}"#))
             .collect();
         format!(
-            r#"{{"type": "final", "thinking": "t", "final": "x", "todo_patch": {{"op": "replace", "items": [{}], "reason": "r"}}}}"#,
+            r#"{{"type": "final", "thinking": "t", "citations": [], "final": "x", "todo_patch": {{"op": "replace", "items": [{}], "reason": "r"}}}}"#,
             items.join(", ")
         )
     };
@@ -232,6 +236,7 @@ fn grammar_snapshots() {
     let shape = StepShape {
         allow_final: true,
         todo_patch: false,
+        ..Default::default()
     };
     let tools = tools();
     for p in PROTOCOLS {
@@ -242,3 +247,86 @@ fn grammar_snapshots() {
         insta::assert_snapshot!(format!("grammar_{}", p.as_str()), text);
     }
 }
+
+/// Issue 22: a final answer cites only items the run saw (none when it saw none), a call the
+/// run made cannot be written again, and a thought cannot start with punctuation.
+#[test]
+fn a_step_cites_only_what_was_seen_and_repeats_no_call() {
+    let cites = ["o/r#7".to_string(), "r:src/a.rs:3".to_string()];
+    let made = [crate::agent::protocol::Action {
+        tool: "calculate".into(),
+        args: json!({"expression": "1+1"}).as_object().unwrap().clone(),
+    }];
+    let shape = StepShape {
+        allow_final: true,
+        todo_patch: false,
+        cites: &cites,
+        made: &made,
+    };
+    let cases: [(Protocol, &str, &str, &str); 5] = [
+        (
+            Protocol::JsonTyped,
+            r#"{"type": "final", "thinking": "found", "citations": [CITES], "final": "It is #7."}"#,
+            r#"{"type": "tool", "thinking": "sum", "tool_name": "calculate", "tool_args": {"expression": "EXPR"}}"#,
+            r#"{"type": "final", "thinking": "...},", "citations": [], "final": "x"}"#,
+        ),
+        (
+            Protocol::JsonAction,
+            r#"{"thought": "found", "citations": [CITES], "answer": "It is #7."}"#,
+            r#"{"thought": "sum", "action": {"name": "calculate", "arguments": {"expression": "EXPR"}}}"#,
+            r#"{"thought": "},", "citations": [], "answer": "x"}"#,
+        ),
+        (
+            Protocol::JsonFinish,
+            r#"{"thought": "found", "action": "FINISH", "citations": [CITES], "final_answer": "It is #7.", "task_successful": true}"#,
+            r#"{"thought": "sum", "action": "calculate", "args": "{\"expression\": \"EXPR\"}"}"#,
+            r#"{"thought": " x", "action": "FINISH", "citations": [], "final_answer": "x", "task_successful": true}"#,
+        ),
+        (
+            Protocol::Text,
+            "Thought: found\nCitations: CITES\nFinal Answer: It is #7.",
+            "Thought: sum\nAction: calculate\nArgs: {\"expression\": \"EXPR\"}",
+            "Thought: ...\nCitations: none\nFinal Answer: x",
+        ),
+        (
+            Protocol::ToolCalls,
+            "<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"answer\": \"It is #7.\", \"citations\": [CITES]}}\n</tool_call>",
+            "<tool_call>\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"EXPR\"}}\n</tool_call>",
+            "",
+        ),
+    ];
+    for (p, answer, call, junk) in cases {
+        let g = step_grammar(p, &tools(), shape).unwrap();
+        let list = |items: &[&str]| {
+            if p == Protocol::Text {
+                items.join(", ")
+            } else {
+                items
+                    .iter()
+                    .map(|i| format!("\"{i}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let with = |items: &[&str]| answer.replace("CITES", &list(items));
+        assert!(g.accepts(&with(&["o/r#7"])).unwrap(), "{}", p.as_str());
+        assert!(g.accepts(&with(&["o/r#7", "r:src/a.rs:3"])).unwrap(), "{}", p.as_str());
+        assert!(!g.accepts(&with(&["o/r#8"])).unwrap(), "{}", p.as_str());
+        let read = p.parse(&with(&["r:src/a.rs:3"])).unwrap();
+        let crate::agent::protocol::Decision::Finish { citations, .. } = read.decision else {
+            panic!("{}", p.as_str())
+        };
+        assert_eq!(citations, ["r:src/a.rs:3"], "{}", p.as_str());
+        assert!(!g.accepts(&call.replace("EXPR", "1+1")).unwrap(), "{}", p.as_str());
+        assert!(g.accepts(&call.replace("EXPR", "1+2")).unwrap(), "{}", p.as_str());
+        if !junk.is_empty() {
+            assert!(!g.accepts(junk).unwrap(), "{}: {junk}", p.as_str());
+        }
+    }
+    // Nothing seen: nothing to cite.
+    let none = StepShape { cites: &[], ..shape };
+    let g = step_grammar(Protocol::JsonAction, &tools(), none).unwrap();
+    assert!(g.accepts(r#"{"thought": "none", "citations": [], "answer": "The workspace does not hold it."}"#).unwrap());
+    assert!(!g.accepts(r#"{"thought": "none", "citations": ["o/r#7"], "answer": "x"}"#).unwrap());
+}
+

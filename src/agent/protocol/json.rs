@@ -130,6 +130,19 @@ pub(super) fn string_field(o: &Map<String, Value>, keys: &[&str]) -> Option<Stri
     })
 }
 
+/// A final answer's citations: a list of strings (or one string), empty when absent.
+pub(super) fn citations(o: &Map<String, Value>) -> Vec<String> {
+    match o.get("citations") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .filter(|s| !s.trim().is_empty())
+            .collect(),
+        Some(Value::String(s)) if !s.trim().is_empty() => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
 /// Tool arguments: an object, a JSON object in a string, or nothing (no arguments).
 pub(super) fn args_value(v: Option<&Value>, what: &str) -> Result<Map<String, Value>, String> {
     match v {

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::json::{args_value, extract_object, string_field};
+use super::json::{args_value, citations, extract_object, string_field};
 use super::{Action, Decision, FinalStatus, Step, TodoChange};
 use crate::agent::todo::TodoPatch;
 
@@ -33,6 +33,7 @@ pub(super) fn parse_json_typed(output: &str) -> Result<Step, String> {
         "final" => Decision::Finish {
             answer: string_field(&o, &["final"]).ok_or("a \"final\" step needs \"final\"")?,
             status: FinalStatus::Completed,
+            citations: citations(&o),
         },
         "" => return Err("\"type\" is missing: it is \"tool\" or \"final\"".into()),
         other => {
@@ -68,6 +69,7 @@ pub(super) fn parse_json_action(output: &str) -> Result<Step, String> {
         (_, Some(answer)) => Decision::Finish {
             answer,
             status: FinalStatus::Completed,
+            citations: citations(&o),
         },
         _ => return Err("the step has neither \"action\" nor \"answer\"".into()),
     };
@@ -99,6 +101,7 @@ pub(super) fn parse_json_finish(output: &str) -> Result<Step, String> {
             } else {
                 FinalStatus::Failed
             },
+            citations: citations(&o),
         }
     } else {
         Decision::Act(Action {

@@ -17,6 +17,7 @@ mod json_dialects;
 mod text;
 mod thought;
 mod tool_calls;
+mod write;
 
 use serde_json::{Map, Value};
 
@@ -88,16 +89,16 @@ impl Protocol {
     pub fn expected_format(self) -> &'static str {
         match self {
             Protocol::JsonTyped => {
-                r#"{"type": "tool", "thinking": "...", "tool_name": "<tool>", "tool_args": {...}} or {"type": "final", "thinking": "...", "final": "<answer>"} (either may add "todo_patch": {"op": "add"|"update"|"remove"|"replace", ..., "reason": "..."})"#
+                r#"{"type": "tool", "thinking": "...", "tool_name": "<tool>", "tool_args": {...}} or {"type": "final", "thinking": "...", "citations": ["<item>", ...], "final": "<answer>"} (either may add "todo_patch": {"op": "add"|"update"|"remove"|"replace", ..., "reason": "..."})"#
             }
             Protocol::JsonAction => {
-                r#"{"thought": "...", "action": {"name": "<tool>", "arguments": {...}}} or {"thought": "...", "answer": "<answer>"}"#
+                r#"{"thought": "...", "action": {"name": "<tool>", "arguments": {...}}} or {"thought": "...", "citations": ["<item>", ...], "answer": "<answer>"}"#
             }
             Protocol::JsonFinish => {
-                r#"{"thought": "...", "action": "<tool>", "args": "<the arguments as a JSON object in a string>"} or {"thought": "...", "action": "FINISH", "final_answer": "<answer>", "task_successful": true}"#
+                r#"{"thought": "...", "action": "<tool>", "args": "<the arguments as a JSON object in a string>"} or {"thought": "...", "action": "FINISH", "citations": ["<item>", ...], "final_answer": "<answer>", "task_successful": true}"#
             }
             Protocol::Text => {
-                "Thought: ...\nAction: <tool>\nArgs: {...}\nor\nThought: ...\nFinal Answer: <answer>"
+                "Thought: ...\nAction: <tool>\nArgs: {...}\nor\nThought: ...\nCitations: <item>, ... (or none)\nFinal Answer: <answer>"
             }
             Protocol::ToolCalls => {
                 "<tool_call>\n{\"name\": \"<tool>\", \"arguments\": {...}}\n</tool_call>\n(the final answer is a call of the final_answer tool)"
@@ -149,7 +150,12 @@ pub struct Action {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Decision {
     Act(Action),
-    Finish { answer: String, status: FinalStatus },
+    Finish {
+        answer: String,
+        status: FinalStatus,
+        /// The items the answer cites, as written (`repo#12`, `repo:path:line`, `repo@hash`).
+        citations: Vec<String>,
+    },
 }
 
 /// A change to the TODO plan that came with a step.
@@ -191,6 +197,7 @@ mod tests {
         Decision::Finish {
             answer: answer.into(),
             status,
+            citations: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ fn label(line: &str) -> Option<(String, &str)> {
             | "action input"
             | "arguments"
             | "final answer"
+            | "citations"
             | "observation"
     )
     .then(|| (head, rest.trim_start_matches('*').trim_start()))
@@ -32,6 +33,7 @@ pub(super) fn parse_text(output: &str) -> Result<Step, String> {
     let mut action: Option<String> = None;
     let mut args = String::new();
     let mut answer: Option<String> = None;
+    let mut citations: Vec<String> = Vec::new();
     let mut current = "";
     for line in output.lines() {
         if let Some((head, rest)) = label(line) {
@@ -55,6 +57,14 @@ pub(super) fn parse_text(output: &str) -> Result<Step, String> {
                     }
                     args = rest.to_string();
                     current = "args";
+                }
+                "citations" if action.is_none() && answer.is_none() => {
+                    citations = rest
+                        .split(',')
+                        .map(|c| c.trim().trim_matches('`').to_string())
+                        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("none"))
+                        .collect();
+                    current = "citations";
                 }
                 "final answer" if action.is_none() => {
                     answer = Some(rest.to_string());
@@ -91,6 +101,7 @@ pub(super) fn parse_text(output: &str) -> Result<Step, String> {
         (None, Some(answer)) => Decision::Finish {
             answer: answer.trim().to_string(),
             status: FinalStatus::Completed,
+            citations,
         },
         (None, None) => {
             return Err("found neither \"Action:\" nor \"Final Answer:\"".into());
@@ -126,6 +137,13 @@ mod tests {
             s.decision,
             done("The crash is #918.\nIt was fixed.", FinalStatus::Completed)
         );
+        let s = Protocol::Text
+            .parse("Thought: found it\nCitations: o/r#918, r:src/a.rs:3\nFinal Answer: #918.")
+            .unwrap();
+        let Decision::Finish { citations, .. } = s.decision else {
+            panic!("{:?}", s.decision)
+        };
+        assert_eq!(citations, ["o/r#918", "r:src/a.rs:3"]);
         // LangChain's spelling and markdown bold are read too.
         let s = Protocol::Text
             .parse("**Thought:** x\n**Action:** `list_repositories`\nAction Input: {}")

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::json::{args_value, extract_object, string_field};
+use super::json::{args_value, citations, extract_object, string_field};
 use super::{Action, Decision, FinalStatus, Step};
 
 /// Tool calls as chat templates have models write them: Hermes/Qwen `<tool_call>{...}
@@ -50,6 +50,7 @@ pub(super) fn parse_tool_calls(output: &str) -> Result<Step, String> {
                     ))
                 }
             },
+            citations: citations(&args),
         },
         _ => Decision::Act(Action { tool: name, args }),
     };

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Priority, TodoError, TodoItem, TodoPatch, TodoWrite};
+use super::{Priority, TodoError, TodoItem, TodoPatch, TodoStatus, TodoWrite};
 
 /// The plan: items in order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -40,6 +40,15 @@ impl TodoList {
         self.items
             .iter()
             .filter(|i| !i.status.is_closed())
+            .collect()
+    }
+
+    /// Items the model could still act on: pending or in progress (a blocked or failed item
+    /// waits on something the run cannot do).
+    pub fn actionable(&self) -> Vec<&TodoItem> {
+        self.items
+            .iter()
+            .filter(|i| matches!(i.status, TodoStatus::Pending | TodoStatus::InProgress))
             .collect()
     }
 
@@ -86,7 +95,7 @@ impl TodoList {
         for w in &write.todos {
             match next
                 .iter_mut()
-                .find(|i| i.id == w.id)
+                .find(|i| !w.id.is_empty() && i.id == w.id)
                 .filter(|_| write.merge)
             {
                 Some(existing) => {
@@ -126,7 +135,8 @@ impl TodoList {
             })
     }
 
-    fn commit(&mut self, next: Vec<TodoItem>) -> Result<(), TodoError> {
+    fn commit(&mut self, mut next: Vec<TodoItem>) -> Result<(), TodoError> {
+        number_new_items(&mut next);
         validate(&next)?;
         self.items = next;
         Ok(())
@@ -162,6 +172,19 @@ impl TodoList {
         }
         out.pop();
         out
+    }
+}
+
+/// Items without an id (new ones: the model does not write ids) get the next free number.
+fn number_new_items(items: &mut [TodoItem]) {
+    let mut next = items
+        .iter()
+        .filter_map(|i| i.id.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
+    for i in items.iter_mut().filter(|i| i.id.trim().is_empty()) {
+        next += 1;
+        i.id = next.to_string();
     }
 }
 

@@ -66,8 +66,10 @@ pub enum Priority {
 /// One item of the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoItem {
-    /// A short id, unique in the plan, like "1" or "find-crash".
-    #[schemars(length(max = 24))]
+    /// Unique in the plan. Burrow numbers new items ("1", "2"...): a model that had to invent
+    /// ids invented items with them, so the grammar leaves the id out.
+    #[serde(default)]
+    #[schemars(skip)]
     pub id: String,
     /// What to do, in a few words.
     #[schemars(length(max = 80))]
@@ -147,7 +149,8 @@ pub enum TodoPatch {
 /// An item as `todo_write` gives it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TodoWriteItem {
-    /// A short id, unique in the plan.
+    /// With merge, the id of the item to change. New items are numbered by Burrow.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(length(max = 24))]
     pub id: String,
     /// What to do.

@@ -1,0 +1,129 @@
+//! The step Burrow takes before the model's first: a search of the workspace with the task,
+//! so the model starts from evidence rather than from what it remembers. It is a real step:
+//! recorded, streamed, kept, and replayed to the model in its own protocol's format (which
+//! also shows the model one well-formed step before it writes any).
+
+use serde_json::{json, Map, Value};
+
+use super::events::{AgentError, AgentEvent};
+use super::protocol::Action;
+use super::record::StepRecord;
+use super::run::{Agent, Next};
+use super::state::RunState;
+
+/// The tool the first step calls.
+pub const SEARCH: &str = "search";
+
+const THOUGHT: &str = "First I search the workspace for the task.";
+
+/// Characters of the task the search takes (a tool argument's bound under the grammars).
+const QUERY_CHARS: usize = 300;
+
+impl Agent<'_> {
+    /// Searches the workspace with the task, as the run's first step, where the setting is
+    /// on and the run has the search tool.
+    pub(super) fn search_first(
+        &self,
+        state: &mut RunState,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<Next, AgentError> {
+        if !self.config.search_first || !state.active.iter().any(|n| n == SEARCH) {
+            return Ok(Next::Continue);
+        }
+        let index = state.steps.len();
+        on_event(AgentEvent::StepStarted { index });
+        let action = Action {
+            tool: SEARCH.to_string(),
+            args: first_search(&state.task),
+        };
+        let record = StepRecord {
+            index,
+            output: self.config.protocol.write_call(THOUGHT, &action),
+            thought: THOUGHT.to_string(),
+            automatic: true,
+            ..Default::default()
+        };
+        self.call(state, record, Vec::new(), action, on_event)
+    }
+}
+
+/// The search a task starts with: its words, and the kinds of item it asks for when it names
+/// them ("which commit", "is there an issue or pull request"), since ranking over every kind
+/// buries a commit under the files that share its words. English only: a task in another
+/// language is searched by its words alone.
+pub fn first_search(task: &str) -> Map<String, Value> {
+    let query: String = task.trim().chars().take(QUERY_CHARS).collect();
+    let mut args = Map::new();
+    args.insert("query".into(), Value::String(query));
+    let kinds = asked_kinds(task);
+    if !kinds.is_empty() {
+        args.insert("kinds".into(), json!(kinds));
+    }
+    args
+}
+
+/// The kinds of item a question asks for, when it asks with "which", "what" or "is there".
+fn asked_kinds(task: &str) -> Vec<&'static str> {
+    const KINDS: [(&[&str], &str); 5] = [
+        (&["issue", "issues", "bug report", "report"], "issue"),
+        (&["pull request", "pull requests", "pr", "prs"], "pr"),
+        (&["commit", "commits"], "commit"),
+        (&["document", "documents", "doc", "docs", "guide"], "doc"),
+        (&["file", "files", "source file", "source files", "function", "module"], "code"),
+    ];
+    let lower = task.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if !matches!(*w, "which" | "what" | "there") {
+            continue;
+        }
+        // "which merged pull request", "is there an issue or pull request": the few words
+        // after the question word.
+        let window = &words[i + 1..words.len().min(i + 7)];
+        for (names, kind) in KINDS {
+            let named = names.iter().any(|n| {
+                let parts: Vec<&str> = n.split(' ').collect();
+                window.windows(parts.len()).any(|w| w == parts.as_slice())
+            });
+            if named && !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+        if !kinds.is_empty() {
+            break;
+        }
+    }
+    kinds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_that_names_a_kind_searches_that_kind() {
+        let kinds = |t: &str| asked_kinds(t);
+        assert_eq!(kinds("Which commit fixed the hang?"), ["commit"]);
+        assert_eq!(
+            kinds("Which merged pull request makes it quit with an error?"),
+            ["pr"]
+        );
+        assert_eq!(
+            kinds("The file is written without a suffix. Is there an issue or pull request about this?"),
+            ["issue", "pr"]
+        );
+        assert_eq!(kinds("Which source file walks the regex?"), ["code"]);
+        // Named, but not asked for.
+        assert!(kinds("Where does the project say whether agents may open pull requests?").is_empty());
+        assert!(kinds("how does the walker skip hidden files").is_empty());
+        let args = first_search("  Which document explains the long paths?  ");
+        assert_eq!(
+            Value::Object(args),
+            json!({"query": "Which document explains the long paths?", "kinds": ["doc"]})
+        );
+    }
+}

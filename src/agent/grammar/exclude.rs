@@ -1,0 +1,414 @@
+//! Calls already made, kept out of the next step's grammar: a small model that repeats a call
+//! word for word (it copies the step before it) cannot write it again, so loops become
+//! impossible instead of refused.
+//!
+//! JSON Schema has no "not this object", so the arguments are split into branches that each
+//! differ from the calls made: the tool's first required argument (its key: a query, a path, a
+//! number) takes another value, or it takes a value already used and the rest of the call
+//! differs from that call's rest (an argument left out, added, or given another value). Where
+//! one key value was used with two different rests, that value is left out altogether: the
+//! model must change its key, which is stricter than needed but never lets a repeat through.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+/// The schema of a tool's arguments that no call in `made` satisfies. `None` when every call
+/// of the tool is one already made (a tool without arguments, once called).
+pub(super) fn excluding(parameters: &Value, made: &[&Map<String, Value>]) -> Option<Value> {
+    if made.is_empty() {
+        return Some(parameters.clone());
+    }
+    let props = parameters.get("properties").and_then(Value::as_object);
+    let required = required(parameters);
+    let Some(key) = required
+        .first()
+        .cloned()
+        .or_else(|| props.and_then(|p| p.keys().next().cloned()))
+    else {
+        // No argument at all: every call is the same call.
+        return None;
+    };
+    let key_schema = props.and_then(|p| p.get(&key)).cloned().unwrap_or(json!({}));
+    // The rests of the calls made, by the key's value.
+    let mut by_value: BTreeMap<String, (Value, Vec<Map<String, Value>>)> = BTreeMap::new();
+    for args in made {
+        let Some(v) = args.get(&key) else { continue };
+        let mut rest = (*args).clone();
+        rest.remove(&key);
+        by_value
+            .entry(v.to_string())
+            .or_insert_with(|| (v.clone(), Vec::new()))
+            .1
+            .push(rest);
+    }
+    let used: Vec<Value> = by_value.values().map(|(v, _)| v.clone()).collect();
+    let Some(others) = other_values(&key_schema, &used) else {
+        // A key whose other values a schema cannot say (a list, an object): the loop guard
+        // refuses a repeat instead.
+        return Some(parameters.clone());
+    };
+    let mut branches: Vec<Value> = Vec::new();
+    for other in others {
+        branches.push(with_property(parameters, &key, other));
+    }
+    for (value, rests) in by_value.values() {
+        let mut rests = rests.clone();
+        rests.dedup();
+        let [rest] = rests.as_slice() else { continue };
+        let base = with_property(parameters, &key, json!({"const": value}));
+        branches.extend(differing(&base, &key, rest));
+    }
+    match branches.len() {
+        0 => None,
+        1 => branches.pop(),
+        _ => Some(json!({"anyOf": branches})),
+    }
+}
+
+fn required(schema: &Value) -> Vec<String> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+fn with_property(schema: &Value, name: &str, property: Value) -> Value {
+    let mut s = schema.clone();
+    s["properties"][name] = property;
+    s
+}
+
+/// Schemas of the values of `schema` other than `used` (as alternatives); `None` where a
+/// schema cannot say it.
+fn other_values(schema: &Value, used: &[Value]) -> Option<Vec<Value>> {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let left: Vec<Value> = values.iter().filter(|v| !used.contains(v)).cloned().collect();
+        return Some(if left.is_empty() {
+            Vec::new()
+        } else {
+            let mut s = schema.clone();
+            s["enum"] = Value::Array(left);
+            vec![s]
+        });
+    }
+    let is = |t: &str| match schema.get("type") {
+        Some(Value::String(s)) => s == t,
+        Some(Value::Array(a)) => a.iter().any(|x| x == t),
+        _ => false,
+    };
+    if is("string") {
+        let strings: Vec<&str> = used.iter().filter_map(Value::as_str).collect();
+        let mut s = schema.clone();
+        s["pattern"] = Value::String(format!("^{}$", not_any_of(&strings)));
+        s["x-not"] = json!(strings);
+        return Some(vec![s]);
+    }
+    if is("integer") {
+        let mut ints: Vec<i64> = used.iter().filter_map(Value::as_i64).collect();
+        ints.sort_unstable();
+        ints.dedup();
+        let mut out = Vec::new();
+        let mut low: Option<i64> = None;
+        for n in ints {
+            let mut s = schema.clone();
+            if let Some(l) = low {
+                if l > n - 1 {
+                    low = Some(n + 1);
+                    continue;
+                }
+                s["minimum"] = json!(l);
+            }
+            s["maximum"] = json!(n - 1);
+            out.push(s);
+            low = Some(n + 1);
+        }
+        let mut s = schema.clone();
+        if let Some(l) = low {
+            s["minimum"] = json!(l);
+        }
+        out.push(s);
+        return Some(out);
+    }
+    if is("boolean") {
+        return Some(
+            [true, false]
+                .into_iter()
+                .filter(|b| !used.contains(&json!(b)))
+                .map(|b| json!({"const": b}))
+                .collect(),
+        );
+    }
+    // A list of another length (one of the same length with other items cannot be said).
+    if let ([Value::Array(a)], true) = (used, is("array")) {
+        let max = schema.get("maxItems").and_then(Value::as_u64);
+        let n = a.len() as u64;
+        let mut out = Vec::new();
+        if n > 0 {
+            let mut s = schema.clone();
+            s["maxItems"] = json!(n - 1);
+            out.push(s);
+        }
+        if max.is_none_or(|m| m > n) {
+            let mut s = schema.clone();
+            s["minItems"] = json!(n + 1);
+            out.push(s);
+        }
+        return Some(out);
+    }
+    None
+}
+
+/// Branches of `base` (the key fixed) whose other arguments differ from `rest`.
+fn differing(base: &Value, key: &str, rest: &Map<String, Value>) -> Vec<Value> {
+    let mut out = Vec::new();
+    let props: Map<String, Value> = base
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let required = required(base);
+    for (name, schema) in &props {
+        if name == key {
+            continue;
+        }
+        match rest.get(name) {
+            // Left out this time (where it may be).
+            Some(value) => {
+                if !required.contains(name) {
+                    let mut b = base.clone();
+                    if let Some(p) = b["properties"].as_object_mut() {
+                        p.remove(name);
+                    }
+                    out.push(b);
+                }
+                // Another value.
+                let others = other_values(schema, std::slice::from_ref(value));
+                for other in others.unwrap_or_default() {
+                    let mut b = with_property(base, name, other);
+                    add_required(&mut b, name);
+                    out.push(b);
+                }
+            }
+            // Given this time.
+            None => {
+                let mut b = base.clone();
+                add_required(&mut b, name);
+                out.push(b);
+            }
+        }
+    }
+    out
+}
+
+fn add_required(schema: &mut Value, name: &str) {
+    let mut r = required(schema);
+    if !r.iter().any(|n| n == name) {
+        r.push(name.to_string());
+    }
+    schema["required"] = json!(r);
+}
+
+/// A regular expression (without anchors) of every string but these.
+pub(crate) fn not_any_of(strings: &[&str]) -> String {
+    let chars: Vec<Vec<char>> = strings.iter().map(|s| s.chars().collect()).collect();
+    let all: Vec<&[char]> = chars.iter().map(Vec::as_slice).collect();
+    let class = |cs: &[char]| {
+        let class: String = cs.iter().map(|c| format!("\\x{{{:x}}}", *c as u32)).collect();
+        if class.is_empty() {
+            "(?s:.)".to_string()
+        } else {
+            format!("[^{class}]")
+        }
+    };
+    trie(&all, &|c| regex::escape(&c.to_string()), &class, "(?s:.)")
+}
+
+/// The complement of `words` (sequences of units) among all sequences of `unit`s. At a node
+/// where the words share a run of units (a chain), a string leaves them by being shorter, or
+/// by another unit at some place of the run; else it follows the run. Where they part, it
+/// ends there (unless a word does), takes a unit none takes, or follows one. Runs are written
+/// flat, so the nesting grows with the places the words part, not with their length (regex
+/// parsers limit nesting).
+fn trie<U: Ord + Copy>(
+    words: &[&[U]],
+    literal: &dyn Fn(U) -> String,
+    other: &dyn Fn(&[U]) -> String,
+    unit: &str,
+) -> String {
+    let mut alternatives = Vec::new();
+    let shortest = words.iter().map(|w| w.len()).min().unwrap_or(0);
+    let run = (0..shortest)
+        .take_while(|&i| words.iter().all(|w| w[i] == words[0][i]))
+        .count();
+    if run > 0 {
+        alternatives.push(format!("{unit}{{0,{}}}", run - 1));
+        for i in 0..run {
+            alternatives.push(format!("{unit}{{{i}}}{}{unit}*", other(&[words[0][i]])));
+        }
+        let tails: Vec<&[U]> = words.iter().map(|w| &w[run..]).collect();
+        let prefix: String = words[0][..run].iter().map(|u| literal(*u)).collect();
+        alternatives.push(format!("{prefix}{}", trie(&tails, literal, other, unit)));
+        return format!("(?:{})", alternatives.join("|"));
+    }
+    if !words.iter().any(|w| w.is_empty()) {
+        alternatives.push(String::new());
+    }
+    let mut next: Vec<U> = words.iter().filter_map(|w| w.first().copied()).collect();
+    next.sort();
+    next.dedup();
+    alternatives.push(format!("{}{unit}*", other(&next)));
+    for u in next {
+        let tails: Vec<&[U]> = words
+            .iter()
+            .filter(|w| w.first() == Some(&u))
+            .map(|w| &w[1..])
+            .collect();
+        alternatives.push(format!("{}{}", literal(u), trie(&tails, literal, other, unit)));
+    }
+    format!("(?:{})", alternatives.join("|"))
+}
+
+/// `not_any_of` over the text of JSON strings (as the `json-finish` arguments string holds
+/// them): the strings are compared as JSON writes them, a character or an escape at a time.
+pub(crate) fn not_any_of_json(strings: &[&str]) -> String {
+    const PLAIN: &str = r#"[^"\\\x00-\x1F"#;
+    const ESCAPES: &str = "\"\\/bfnrt";
+    let units: Vec<Vec<String>> = strings.iter().map(|s| json_units(s)).collect();
+    let all: Vec<Vec<&str>> = units
+        .iter()
+        .map(|u| u.iter().map(String::as_str).collect())
+        .collect();
+    let words: Vec<&[&str]> = all.iter().map(Vec::as_slice).collect();
+    let other = |taken: &[&str]| {
+        let plain: String = taken
+            .iter()
+            .filter(|u| u.chars().count() == 1)
+            .filter_map(|u| u.chars().next())
+            .map(|c| format!("\\x{{{:x}}}", c as u32))
+            .collect();
+        let escapes: String = ESCAPES
+            .chars()
+            .filter(|e| !taken.contains(&format!("\\{e}").as_str()))
+            .map(|c| regex::escape(&c.to_string()))
+            .collect();
+        let mut alts = vec![format!("{PLAIN}{plain}]")];
+        if !escapes.is_empty() {
+            alts.push(format!("\\\\[{escapes}]"));
+        }
+        alts.push(r"\\u[0-9a-fA-F]{4}".to_string());
+        format!("(?:{})", alts.join("|"))
+    };
+    trie(&words, &|u| regex::escape(u), &other, STRING_UNIT)
+}
+
+/// One character of a JSON string's text: a plain character or an escape.
+pub(crate) const STRING_UNIT: &str = r#"(?:[^"\\\x00-\x1F]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})"#;
+
+/// A string as JSON writes it, a character or an escape at a time.
+fn json_units(s: &str) -> Vec<String> {
+    let quoted = Value::String(s.to_string()).to_string();
+    let inner = &quoted[1..quoted.len() - 1];
+    let mut out = Vec::new();
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('u') => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    out.push(format!("\\u{hex}"));
+                }
+                Some(e) => out.push(format!("\\{e}")),
+                None => out.push("\\".into()),
+            }
+        } else {
+            out.push(c.to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::grammar::Grammar;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn the_complement_of_a_few_strings_is_every_other_string() {
+        let re = regex::Regex::new(&format!("^{}$", not_any_of(&["ab", "a", "x]\\"]))).unwrap();
+        for no in ["ab", "a", "x]\\"] {
+            assert!(!re.is_match(no), "{no}");
+        }
+        for yes in ["", "b", "abc", "aa", "ba", "x]", "x]\\\\", "é"] {
+            assert!(re.is_match(yes), "{yes}");
+        }
+        // A string longer than the regex parser's nesting limit, as the grammar takes it.
+        let long = "word ".repeat(60);
+        let schema = json!({"type": "string", "maxLength": 400, "pattern": format!("^{}$", not_any_of(&[&long, "x"]))});
+        let g = Grammar::JsonSchema(schema);
+        let quoted = |s: &str| Value::String(s.to_string()).to_string();
+        assert!(!g.accepts(&quoted(&long)).unwrap());
+        assert!(g.accepts(&quoted(&long[1..])).unwrap());
+        assert!(g.accepts(&quoted(&format!("{long}!"))).unwrap());
+        let re = regex::Regex::new(&format!("^{}$", not_any_of_json(&["a \"q\"", "b"]))).unwrap();
+        assert!(!re.is_match(r#"a \"q\""#) && !re.is_match("b"));
+        assert!(re.is_match(r#"a \"q\" "#) && re.is_match("bb") && re.is_match(r"a \n"));
+    }
+
+    /// Issue 22: a call identical to one already made is not in the next step's grammar,
+    /// while the same query with other filters, and other queries, still are.
+    #[test]
+    fn a_call_already_made_is_out_of_the_grammar_and_its_neighbours_are_in() {
+        let params = json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "maxLength": 300},
+                "kinds": {"type": ["array", "null"], "items": {"enum": ["issue", "pr", "commit"]}, "maxItems": 3},
+                "limit": {"type": ["integer", "null"], "minimum": 0}
+            },
+            "required": ["query"]
+        });
+        let made = [
+            map(json!({"query": "wallet crash", "kinds": ["issue"]})),
+            map(json!({"query": "fee"})),
+        ];
+        let refs: Vec<&Map<String, Value>> = made.iter().collect();
+        let schema = excluding(&params, &refs).unwrap();
+        let g = Grammar::JsonSchema(crate::llm::grammar::strict_json_schema(&schema));
+        g.validate().unwrap();
+        for no in [
+            r#"{"query": "wallet crash", "kinds": ["issue"]}"#,
+            r#"{"query": "fee"}"#,
+        ] {
+            assert!(!g.accepts(no).unwrap(), "{no}");
+        }
+        for yes in [
+            r#"{"query": "wallet crash"}"#,
+            r#"{"query": "wallet crash", "kinds": ["issue", "pr"]}"#,
+            r#"{"query": "wallet crash", "kinds": ["issue"], "limit": 5}"#,
+            r#"{"query": "fee", "limit": 5}"#,
+            r#"{"query": "fees"}"#,
+            r#"{"query": "wallet"}"#,
+        ] {
+            assert!(g.accepts(yes).unwrap(), "{yes}");
+        }
+        // A number as the key: every other number.
+        let params = json!({"type": "object", "properties": {"number": {"type": "integer"}}, "required": ["number"]});
+        let made = [map(json!({"number": 7})), map(json!({"number": 9}))];
+        let refs: Vec<&Map<String, Value>> = made.iter().collect();
+        let g = Grammar::JsonSchema(crate::llm::grammar::strict_json_schema(
+            &excluding(&params, &refs).unwrap(),
+        ));
+        for (n, ok) in [(7, false), (9, false), (8, true), (6, true), (10, true), (-3, true)] {
+            assert_eq!(g.accepts(&format!("{{\"number\": {n}}}")).unwrap(), ok, "{n}");
+        }
+        // No arguments: once called, never again.
+        let empty = json!({"type": "object", "properties": {}});
+        assert!(excluding(&empty, &[&Map::new()]).is_none());
+    }
+}

@@ -1,0 +1,204 @@
+//! `burrow eval`: the agent run on a question set, per model and protocol, each answer scored
+//! against the items that answer it, beside search's own first hit.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use super::ask::protocol;
+use super::models::{load_model, ModelArgs};
+use burrow::agent::protocol::{Protocol, PROTOCOLS};
+use burrow::agent::AgentConfig;
+use burrow::app::eval::{baseline, read_questions, summarize, BaselineHit, Scored, Summary};
+use burrow::app::App;
+use burrow::config::BurrowHome;
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// The question set: JSON lines of {"id", "question", "accept": ["owner/repo#12",
+    /// "repo:path", "repo@hash"], "split"} (see scripts/eval/).
+    pub questions: PathBuf,
+    /// Models to run, each by name, catalogue id, file name or path (default: the catalogue's
+    /// default model). Repeat for several.
+    #[arg(long = "model", short)]
+    pub models: Vec<String>,
+    /// The ReAct dialect, or `all`.
+    #[arg(long, default_value = "json-typed")]
+    pub protocol: String,
+    /// Only the questions of this split (dev, test).
+    #[arg(long)]
+    pub split: Option<String>,
+    /// Only these questions (ids, comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// At most this many questions.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    #[arg(long, default_value_t = 8)]
+    pub max_steps: usize,
+    /// Leave out the search Burrow makes with the task before the model's first step.
+    #[arg(long)]
+    pub no_search_first: bool,
+    /// Context size in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub ctx: Option<u32>,
+    /// CPU threads.
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Write every scored run as a JSON line to this file as it completes.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the results as one JSON object at the end.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
+    let mut questions = read_questions(&args.questions)?;
+    if let Some(split) = &args.split {
+        questions.retain(|q| &q.split == split);
+    }
+    if !args.only.is_empty() {
+        questions.retain(|q| args.only.contains(&q.id));
+    }
+    if let Some(n) = args.limit {
+        questions.truncate(n);
+    }
+    if questions.is_empty() {
+        bail!("no question of {} is left to ask", args.questions.display());
+    }
+    let protocols: Vec<Protocol> = if args.protocol == "all" {
+        PROTOCOLS.to_vec()
+    } else {
+        vec![protocol(&args.protocol)?]
+    };
+    let models: Vec<Option<String>> = if args.models.is_empty() {
+        vec![None]
+    } else {
+        args.models.iter().cloned().map(Some).collect()
+    };
+    let app = App::open(home.clone())?;
+    let base = baseline(app.workspace(), &questions)?;
+    let mut out = match &args.out {
+        Some(p) => Some(
+            std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
+        ),
+        None => None,
+    };
+    let mut runs: Vec<Scored> = Vec::new();
+    let mut summaries: Vec<Summary> = Vec::new();
+    for model in models {
+        let model_args = ModelArgs {
+            model,
+            ctx: args.ctx,
+            threads: args.threads,
+            gpu_layers: None,
+        };
+        let (loaded, _engine) = load_model(home, &model_args)?;
+        for &p in &protocols {
+            let mut these: Vec<Scored> = Vec::new();
+            for q in &questions {
+                let config = AgentConfig {
+                    protocol: p,
+                    max_steps: args.max_steps,
+                    search_first: !args.no_search_first,
+                    task_context: app.task_context()?,
+                    ..Default::default()
+                };
+                let s = app.eval_question(&*loaded, config, q, &mut |_| {})?;
+                if !args.json {
+                    eprintln!("{}", line(&s));
+                }
+                if let Some(f) = out.as_mut() {
+                    writeln!(f, "{}", serde_json::to_string(&s)?)?;
+                }
+                these.push(s);
+            }
+            summaries.push(summarize(&these));
+            runs.extend(these);
+        }
+    }
+    if args.json {
+        let json = serde_json::json!({
+            "questions": questions.len(),
+            "baseline": base,
+            "summaries": summaries,
+            "runs": runs,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print_table(&summaries, &base);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn line(s: &Scored) -> String {
+    format!(
+        "{} {} [{} {}] {} steps, {:.1} s, {}{}{}",
+        if s.correct { "✓" } else { "✗" },
+        s.id,
+        s.model,
+        s.protocol,
+        s.steps,
+        s.wall_s,
+        s.status.as_str(),
+        if s.named.is_empty() {
+            String::new()
+        } else {
+            format!(", named {}", s.named.join(" "))
+        },
+        if s.unseen.is_empty() {
+            String::new()
+        } else {
+            format!(", never seen: {}", s.unseen.join(" "))
+        },
+    )
+}
+
+fn print_table(summaries: &[Summary], base: &[BaselineHit]) {
+    let n = base.len().max(1) as f64;
+    let top1 = base.iter().filter(|b| b.correct).count() as f64 / n;
+    let top5 = base.iter().filter(|b| b.in_top5).count() as f64 / n;
+    println!(
+        "{:<32} {:<12} {:>4} {:>8} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9}",
+        "model",
+        "protocol",
+        "n",
+        "accuracy",
+        "first",
+        "tool",
+        "model",
+        "steps",
+        "repeat",
+        "unseen",
+        "median s"
+    );
+    for s in summaries {
+        println!(
+            "{:<32} {:<12} {:>4} {:>8.2} {:>6.2} {:>6.2} {:>6.2} {:>6.1} {:>6} {:>6} {:>9.1}",
+            s.model,
+            s.protocol,
+            s.questions,
+            s.accuracy,
+            s.first_accuracy,
+            s.used_tool,
+            s.model_used_tool,
+            s.median_steps,
+            s.repeated,
+            s.unseen,
+            s.median_wall_s
+        );
+    }
+    println!(
+        "baseline: search's first hit {top1:.2} (an accepted item in its first five: {top5:.2}), {} questions",
+        base.len()
+    );
+    println!(
+        "accuracy: the answer names an accepted item; first: the first item it names is one; \
+         tool: a workspace tool ran; model: the model called one itself; repeat: calls identical \
+         to an earlier one; unseen: items named that the run never saw"
+    );
+}
