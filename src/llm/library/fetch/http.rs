@@ -69,7 +69,14 @@ impl HttpFetcher {
         }
     }
 
-    fn get(&self, url: &str, accept: Option<&str>) -> Result<ureq::Body, FetchError> {
+    /// The body at `url`; any answer but a success is an error naming the URL, a 404 as
+    /// `not_found` says.
+    fn get(
+        &self,
+        url: &str,
+        accept: Option<&str>,
+        not_found: impl FnOnce() -> FetchError,
+    ) -> Result<ureq::Body, FetchError> {
         let http = |message: String| FetchError::Http {
             url: url.to_string(),
             message,
@@ -79,11 +86,11 @@ impl HttpFetcher {
             request = request.header("Accept", a);
         }
         let response = request.call().map_err(|e| http(e.to_string()))?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(http(format!("the server answered {status}")));
+        match response.status() {
+            s if s.is_success() => Ok(response.into_body()),
+            s if s.as_u16() == 404 => Err(not_found()),
+            s => Err(http(format!("the server answered {s}"))),
         }
-        Ok(response.into_body())
     }
 }
 
@@ -115,7 +122,9 @@ impl Fetcher for HttpFetcher {
             message,
         };
         let text = self
-            .get(&page, Some(SIMPLE_JSON))?
+            .get(&page, Some(SIMPLE_JSON), || {
+                index_error(format!("the index has no project {package}"))
+            })?
             .with_config()
             .limit(MAX_PAGE)
             .read_to_string()
@@ -151,7 +160,10 @@ impl Fetcher for HttpFetcher {
     }
 
     fn open(&self, url: &str) -> Result<Download, FetchError> {
-        let body = self.get(url, None)?;
+        let body = self.get(url, None, || FetchError::Http {
+            url: url.to_string(),
+            message: "not found (404)".into(),
+        })?;
         let length = body.content_length();
         Ok(Download {
             reader: Box::new(body.into_reader()),
