@@ -21,7 +21,7 @@ pub enum ModelsError {
     #[error("the catalogue has no default model")]
     NoDefault,
     #[error(
-        "the default model {name} ({file}) is not downloaded; fetch it with: burrow models fetch"
+        "the default model {name} ({file}) is not downloaded: download it under Models, or with `burrow models fetch`"
     )]
     DefaultMissing { name: String, file: String },
     #[error(transparent)]

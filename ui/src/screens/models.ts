@@ -50,7 +50,7 @@ function catalogueSection(): (HTMLElement | null)[] {
   const missing = (state.catalogue ?? []).filter((c) => !onDisk.has(c.id));
   if (missing.length === 0) return [];
   return [
-    h("h3", null, "Download"),
+    h("h3", { class: "section" }, "From the catalogue"),
     h(
       "table",
       { class: "list catalogue-table" },
