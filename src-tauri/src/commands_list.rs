@@ -4,6 +4,8 @@ pub const COMMANDS: &[&str] = &[
     "app_info",
     "startup",
     "list_models",
+    "list_catalogue",
+    "fetch_model",
     "model_status",
     "load_model",
     "unload_model",

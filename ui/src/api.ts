@@ -4,7 +4,9 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import type {
   AppEvent,
   AppInfo,
+  CatalogueModel,
   Discovery,
+  Fetched,
   IndexReport,
   ItemRef,
   ModelStatus,
@@ -25,6 +27,8 @@ export const api = {
   appInfo: () => invoke<AppInfo>("app_info"),
   startup: (on: OnEvent) => invoke<boolean>("startup", { onEvent: channel(on) }),
   listModels: () => invoke<Discovery>("list_models"),
+  listCatalogue: () => invoke<CatalogueModel[]>("list_catalogue"),
+  fetchModel: (id: string, on: OnEvent) => invoke<Fetched>("fetch_model", { id, onEvent: channel(on) }),
   modelStatus: () => invoke<ModelStatus | null>("model_status"),
   loadModel: (query: string | null, on: OnEvent) =>
     invoke<ModelStatus>("load_model", { query, onEvent: channel(on) }),

@@ -21,6 +21,8 @@ wire({
     // Lists the events changed are read again from the core.
     if (events.some((e) => e.kind === "indexed" || e.kind === "index_failed")) void refreshRepos();
     if (events.some((e) => e.kind === "run_ended")) void refreshRuns();
+    // A downloaded model is listed with the others, ready to load.
+    if (events.some((e) => e.kind === "fetched")) void refreshModels();
   },
 });
 

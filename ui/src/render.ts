@@ -1,5 +1,6 @@
 // The redraw after a frame's events or an action that changed the run or the model: the status
-// pills and the Run screen each time, the Models screen (when shown) and the indexing jobs only
+// pills and the Run screen each time, the Models screen (when shown: the model in use, loads and
+// downloads) and the indexing jobs only
 // when their part of the state changed since the last redraw.
 
 import { getState } from "./loop";
@@ -11,14 +12,16 @@ import type { State } from "./state";
 
 /// The parts last drawn (a render cache, not state: only what changed since is drawn again).
 let renderedModel: State["model"] | undefined;
+let renderedFetches: State["fetches"] | undefined;
 let renderedIndexing: State["indexing"] | undefined;
 
 export function render(): void {
   const state = getState();
   renderStatus();
   renderRun();
-  if (state.model !== renderedModel) {
+  if (state.model !== renderedModel || state.fetches !== renderedFetches) {
     renderedModel = state.model;
+    renderedFetches = state.fetches;
     if (state.screen === "models") renderModels();
   }
   if (state.indexing !== renderedIndexing) {

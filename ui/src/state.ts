@@ -9,6 +9,7 @@ import { newRun, reduceRun, runFromRecord, type RunView } from "./run-view";
 import type {
   AppEvent,
   AppInfo,
+  CatalogueModel,
   Discovery,
   IndexReport,
   ModelStatus,
@@ -47,6 +48,20 @@ export interface ModelView {
   error: { model: string; message: string } | null;
 }
 
+/// A catalogue model's download, from the Download button to its end.
+export interface FetchView {
+  id: string;
+  model: string;
+  /// Bytes downloaded of all parts together; `total` is 0 until known.
+  done: number;
+  total: number;
+  /// The part being downloaded (from 1) of `parts`; 0 before the first.
+  part: number;
+  parts: number;
+  state: "fetching" | "done" | "failed";
+  error: string | null;
+}
+
 export type Screen = "run" | "models" | "workspace" | "history" | "settings";
 
 /// A message from a command that failed outside any stream, or a confirmation.
@@ -67,6 +82,10 @@ export interface State {
   info: AppInfo | null;
   /// The models found, as last read (null until the Models screen read them).
   discovery: Discovery | null;
+  /// The catalogue's models (null until the Models screen read them).
+  catalogue: CatalogueModel[] | null;
+  /// Downloads of catalogue models by id, this session's.
+  fetches: Record<string, FetchView>;
   /// The workspace's sources, as last read.
   repos: RepoStatus[];
   /// The kept runs, as last read (the History screen).
@@ -86,6 +105,8 @@ export const initialState: State = {
   screen: "run",
   info: null,
   discovery: null,
+  catalogue: null,
+  fetches: {},
   repos: [],
   runs: [],
   settings: null,
@@ -99,6 +120,10 @@ export type UiAction =
   | { kind: "ui_screen"; screen: Screen }
   | { kind: "ui_info"; info: AppInfo | null }
   | { kind: "ui_discovery"; discovery: Discovery }
+  | { kind: "ui_catalogue"; catalogue: CatalogueModel[] }
+  /// Download pressed: shown at once, before the shell's first event (checking a file already
+  /// there takes a while).
+  | { kind: "ui_fetch"; id: string; model: string }
   | { kind: "ui_repos"; repos: RepoStatus[] }
   | { kind: "ui_runs"; runs: RunRecord[] }
   | { kind: "ui_settings"; settings: Settings | null }
@@ -125,6 +150,11 @@ export function startRun(state: State, task: string): State {
 /// A history run continued: its steps stay, the new ones follow live.
 export function resumeRun(state: State, run: RunView): State {
   return { ...state, run: { ...run, fromHistory: false, status: "running", error: null } };
+}
+
+function reduceFetch(state: State, id: string, model: string, f: (v: FetchView) => FetchView): State {
+  const was = state.fetches[id] ?? { id, model, done: 0, total: 0, part: 0, parts: 0, state: "fetching", error: null };
+  return { ...state, fetches: { ...state.fetches, [id]: f({ ...was, model }) } };
 }
 
 function reduceIndex(state: State, source: string, f: (v: IndexView) => IndexView): State {
@@ -164,6 +194,10 @@ function reduceUi(state: State, a: UiAction): State {
       };
     case "ui_discovery":
       return { ...state, discovery: a.discovery };
+    case "ui_catalogue":
+      return { ...state, catalogue: a.catalogue };
+    case "ui_fetch":
+      return reduceFetch(state, a.id, a.model, () => ({ id: a.id, model: a.model, done: 0, total: 0, part: 0, parts: 0, state: "fetching", error: null }));
     case "ui_repos":
       return { ...state, repos: a.repos };
     case "ui_runs":
@@ -233,6 +267,20 @@ export function reduce(state: State, ev: Action): State {
           error: { model: ev.model, message: ev.message },
         },
       };
+    case "fetch_progress":
+      return reduceFetch(state, ev.id, ev.model, (v) => ({
+        ...v,
+        done: ev.done,
+        total: ev.total,
+        part: ev.part,
+        parts: ev.parts,
+        state: "fetching",
+        error: null,
+      }));
+    case "fetched":
+      return reduceFetch(state, ev.id, ev.model, (v) => ({ ...v, done: v.total, state: "done", error: null }));
+    case "fetch_failed":
+      return reduceFetch(state, ev.id, ev.model, (v) => ({ ...v, state: "failed", error: ev.message }));
     case "index":
       return reduceIndex(state, ev.source, (v) =>
         ev.event.event === "progress"

@@ -122,7 +122,30 @@ export type AppEvent =
   | { kind: "load_failed"; model: string; message: string }
   | { kind: "index"; source: string; event: IndexEvent }
   | { kind: "indexed"; source: string; report: IndexReport }
-  | { kind: "index_failed"; source: string; message: string };
+  | { kind: "index_failed"; source: string; message: string }
+  /// A catalogue model's download: `part` of `parts` (0 before the first), bytes of all parts.
+  | { kind: "fetch_progress"; id: string; model: string; done: number; total: number; part: number; parts: number }
+  | { kind: "fetched"; id: string; model: string; path: string; downloaded: boolean }
+  | { kind: "fetch_failed"; id: string; model: string; message: string };
+
+/// A model of the catalogue, which Burrow can download.
+export interface CatalogueModel {
+  id: string;
+  name: string;
+  file: string;
+  size: number;
+  architecture: string;
+  quantization: string;
+  licence: string;
+  homepage: string;
+  /// The folder it would be downloaded to.
+  dest: string;
+}
+
+export interface Fetched {
+  path: string;
+  downloaded: boolean;
+}
 
 export interface ModelInfo {
   name: string;

