@@ -141,8 +141,9 @@ fn bad_sources_fail_with_a_message_and_lose_nothing() {
 fn a_run_streams_its_steps_and_is_kept_in_history() {
     let f = fixture();
     add(&f);
+    // Every tool fits the window's share for tools: no toolbelt. The first step is Burrow's
+    // search of the workspace with the task (issue 22).
     let model = Arc::new(FakeModel::new([
-        tool("toolbelt_add_tool", json!({"name": "calculate"})),
         tool("calculate", json!({"expression": "6 * 7"})),
         answer("It is 42."),
     ]));
@@ -155,7 +156,7 @@ fn a_run_streams_its_steps_and_is_kept_in_history() {
         })
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
-    assert_eq!(model.requests().len(), 3);
+    assert_eq!(model.requests().len(), 2);
 
     let agent: Vec<&AgentEvent> = events
         .iter()
@@ -173,8 +174,10 @@ fn a_run_streams_its_steps_and_is_kept_in_history() {
         })
         .collect();
     assert_eq!(finished.len(), 3);
+    assert!(finished[0].automatic);
+    assert_eq!(finished[0].action.as_ref().unwrap().tool, "search");
     assert_eq!(finished[1].observation.as_deref(), Some("6 * 7 = 42"));
-    assert!(finished.iter().all(|s| s.prompt_tokens > 0));
+    assert!(finished[1..].iter().all(|s| s.prompt_tokens > 0));
     let Some(AppEvent::RunEnded {
         run_id: Some(id),
         status,
@@ -211,7 +214,6 @@ fn a_run_needs_a_model_and_a_task() {
 fn stopping_a_run_ends_it_cancelled_with_its_steps_kept() {
     let f = fixture();
     let model = Arc::new(FakeModel::new([
-        tool("toolbelt_add_tool", json!({"name": "calculate"})),
         tool("calculate", json!({"expression": "1 + 1"})),
         answer("2"),
     ]));
@@ -235,6 +237,7 @@ fn stopping_a_run_ends_it_cancelled_with_its_steps_kept() {
         "{second:?}"
     );
     assert_eq!(outcome.status, RunStatus::Cancelled);
+    // Stopped after Burrow's own first step (the search), before the model wrote any.
     assert_eq!(outcome.steps.len(), 1);
     assert_eq!(model.remaining_turns(), 2);
     let kept = app.get_run(outcome.run_id.unwrap()).unwrap();

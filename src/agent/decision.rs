@@ -41,20 +41,20 @@ impl Agent<'_> {
                 && status == FinalStatus::Completed
                 && !open.is_empty()
                 && !state.last_answer_refused())
-                .then(|| {
-                    let list: Vec<String> = open
-                        .iter()
-                        .map(|i| format!("{} ({}: {})", i.id, i.status.as_str(), i.title))
-                        .collect();
-                    (
-                        format!(
-                            "The final answer was refused: the plan still has open items: {}. \
+            .then(|| {
+                let list: Vec<String> = open
+                    .iter()
+                    .map(|i| format!("{} ({}: {})", i.id, i.status.as_str(), i.title))
+                    .collect();
+                (
+                    format!(
+                        "The final answer was refused: the plan still has open items: {}. \
                              Finish them, or mark them completed or cancelled, then answer.",
-                            list.join("; ")
-                        ),
-                        format!("{ANSWER_REFUSED}: the plan has open items"),
-                    )
-                })
+                        list.join("; ")
+                    ),
+                    format!("{ANSWER_REFUSED}: the plan has open items"),
+                )
+            })
         };
         if let Some((message, error)) = refusal {
             notes.push(message);
@@ -88,7 +88,7 @@ impl Agent<'_> {
         &self,
         state: &mut RunState,
         mut record: StepRecord,
-        notes: Vec<String>,
+        mut notes: Vec<String>,
         mut action: Action,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
@@ -109,6 +109,14 @@ impl Agent<'_> {
             ToolVerdict::Stop(reason) => return Ok(Next::stopped_by_hook(reason)),
         }
         let acted = self.act(state, &action, on_event);
+        // One item opened (an issue, a file, a commit): small models otherwise open it again
+        // and again instead of answering with it.
+        if let ([item], None) = (acted.items.as_slice(), &acted.error) {
+            notes.push(format!(
+                "If this answers the task, give the final answer now and cite {}.",
+                item.cite()
+            ));
+        }
         record.tool_ms = acted.tool_ms;
         record.error = acted.error;
         record.items = acted.items;
@@ -197,4 +205,3 @@ pub(super) fn checked_citations(
     }
     (cited, unseen)
 }
-

@@ -47,6 +47,8 @@ pub struct PromptVars<'a> {
     /// calls. When the model's template ignores `tools` (SmolLM2's does), this is false and
     /// the prompt lists the tools and the call format itself.
     pub native_tools: bool,
+    /// A worked example of a run in the protocol's format (empty: none).
+    pub example: String,
 }
 
 /// A compiled prompt template.
@@ -106,6 +108,7 @@ impl PromptTemplate {
             format => vars.protocol.expected_format(),
             plan_tools => vars.plan_tools,
             native_tools => vars.native_tools,
+            example => vars.example.as_str(),
         };
         let mut captured = tmpl.render_captured(ctx).map_err(err)?;
         captured
@@ -159,6 +162,10 @@ struct ToolView {
     description: String,
     parameters: Value,
     arguments: Vec<ArgumentView>,
+    /// The tool in a line (`tool_signature`): what the default prompt lists. The grammar
+    /// holds each call to the whole schema, so the prompt need not spell every argument out;
+    /// a listing in full took 1,300 of a 2,400-token first prompt.
+    signature: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -190,12 +197,15 @@ impl ToolView {
                     .collect()
             })
             .unwrap_or_default();
-        ToolView {
+        let mut view = ToolView {
             name: t.name.clone(),
             description: t.description.clone(),
             parameters: t.parameters.clone(),
             arguments,
-        }
+            signature: String::new(),
+        };
+        view.signature = signature(&view);
+        view
     }
 }
 
@@ -204,7 +214,10 @@ impl ToolView {
 /// added mid-run: the observation is evaluated anew at every such step, so it stays short; the
 /// grammar holds the call to the whole schema anyway.
 pub fn tool_signature(spec: &ToolSpec) -> String {
-    let view = ToolView::new(spec);
+    ToolView::new(spec).signature
+}
+
+fn signature(view: &ToolView) -> String {
     let arguments: Vec<String> = view
         .arguments
         .iter()
@@ -392,6 +405,7 @@ mod tests {
             protocol,
             plan_tools: !protocol.has_plan_field(),
             native_tools: protocol.calls_natively(),
+            example: String::new(),
         }
     }
 
@@ -428,6 +442,7 @@ mod tests {
         // A chat template that ignores the tools: the prompt lists them and the call format.
         let emulated = PromptVars {
             native_tools: false,
+            example: String::new(),
             ..vars(Protocol::ToolCalls, &tools)
         };
         let system = t.system(&emulated).unwrap();
@@ -483,6 +498,7 @@ mod tests {
         assert_eq!(o, "3 results");
         let emulated = PromptVars {
             native_tools: false,
+            example: String::new(),
             ..vars(Protocol::ToolCalls, &tools)
         };
         let o = t.observation(&emulated, "3 results", "").unwrap();

@@ -255,6 +255,11 @@ impl<'a> Agent<'a> {
             protocol: self.config.protocol,
             plan_tools: !self.config.protocol.has_plan_field(),
             native_tools: self.native_tools,
+            example: if self.config.few_shot {
+                self.config.protocol.example()
+            } else {
+                String::new()
+            },
         }
     }
 

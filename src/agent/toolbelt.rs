@@ -5,7 +5,7 @@
 //! spent every step listing and inspecting tools.)
 
 use super::first::SEARCH;
-use super::prompt::tool_details;
+use super::prompt::tool_signature;
 use crate::llm::engine::LanguageModel;
 use crate::tools::ToolSpec;
 
@@ -18,10 +18,10 @@ pub(super) fn initial_tools(
 ) -> (Vec<String>, bool) {
     let all: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let window = model.descriptor().context_length;
-    // Counted as the prompt lists them; a count that fails is estimated (four characters a
+    // Counted as the default prompt lists them, a line each; a count that fails is estimated (four characters a
     // token), since the choice only needs to be about right.
     let cost = |s: &ToolSpec| {
-        let text = tool_details(s);
+        let text = tool_signature(s);
         model
             .count_tokens(&text)
             .unwrap_or(text.chars().count() / 4)
@@ -93,7 +93,7 @@ mod tests {
         assert!(!on);
         assert_eq!(active.len(), specs.len());
         // A small window: search first, then the tools about the task's words.
-        let small = FakeModel::new([]).with_context_length(2048);
+        let small = FakeModel::new([]).with_context_length(1024);
         let (active, on) = initial_tools(&small, &specs, 0.25, "Which commit fixed the hang?");
         assert!(on);
         assert!(active.len() < specs.len(), "{active:?}");

@@ -90,9 +90,12 @@ impl Accepted {
                 Accepted::Number { repo, number },
                 Locator::Issue { number: n, repo: r } | Locator::PullRequest { number: n, repo: r },
             ) => n == number && same_repo(r, repo),
-            (Accepted::File { repo, path }, Locator::File { path: p, repo: r, .. }) => {
-                p == path && same_repo(r, repo)
-            }
+            (
+                Accepted::File { repo, path },
+                Locator::File {
+                    path: p, repo: r, ..
+                },
+            ) => p == path && same_repo(r, repo),
             (Accepted::Commit { repo, hash }, Locator::Commit { hash: h, repo: r }) => {
                 (h.starts_with(hash.as_str()) || hash.starts_with(h.as_str())) && same_repo(r, repo)
             }
@@ -206,9 +209,8 @@ pub fn score(q: &Question, model: &str, protocol: &str, o: &RunOutcome, wall_s: 
             correct.push(accepted.iter().any(|a| a.named_by(&m)));
         }
     }
-    let workspace_call = |s: &StepRecord| {
-        s.error.is_none() && s.action.as_ref().is_some_and(|a| !is_meta(&a.tool))
-    };
+    let workspace_call =
+        |s: &StepRecord| s.error.is_none() && s.action.as_ref().is_some_and(|a| !is_meta(&a.tool));
     let mut calls: Vec<(&str, &serde_json::Map<String, serde_json::Value>)> = Vec::new();
     let mut repeated = 0;
     for a in o.steps.iter().filter_map(|s| s.action.as_ref()) {
@@ -348,7 +350,13 @@ impl App {
         let started = Instant::now();
         let outcome = agent.run(&q.question, &CancelToken::new(), on_event);
         let wall_s = started.elapsed().as_secs_f64();
-        Ok(score(q, &model.descriptor().name, &protocol, &outcome, wall_s))
+        Ok(score(
+            q,
+            &model.descriptor().name,
+            &protocol,
+            &outcome,
+            wall_s,
+        ))
     }
 }
 
@@ -388,7 +396,10 @@ mod tests {
         StepRecord {
             action: Some(crate::agent::record::ActionRecord {
                 tool: tool.into(),
-                args: serde_json::json!({ "query": query }).as_object().unwrap().clone(),
+                args: serde_json::json!({ "query": query })
+                    .as_object()
+                    .unwrap()
+                    .clone(),
             }),
             automatic,
             ..Default::default()
@@ -397,7 +408,11 @@ mod tests {
 
     #[test]
     fn answers_are_scored_by_the_items_they_name() {
-        let q = question(&["o/gui#907", "rg:crates/cli/src/human.rs", "rg@9268ff8e8db179a4"]);
+        let q = question(&[
+            "o/gui#907",
+            "rg:crates/cli/src/human.rs",
+            "rg@9268ff8e8db179a4",
+        ]);
         // Cited.
         let o = finished(
             "It is this one.",
@@ -415,7 +430,10 @@ mod tests {
         );
         let s = score(&q, "m", "p", &o, 1.0);
         assert!(s.correct && !s.first_correct && s.model_used_tool);
-        assert_eq!(s.named, ["o/gui#12", "crates/cli/src/human.rs", "9268ff8e8d"]);
+        assert_eq!(
+            s.named,
+            ["o/gui#12", "crates/cli/src/human.rs", "9268ff8e8d"]
+        );
         assert_eq!(s.repeated, 1);
         // A file of the same name elsewhere, or a different commit, is not the answer.
         let o = finished("See src/main.rs and 1234abcd.", vec![], vec![]);
@@ -433,7 +451,11 @@ mod tests {
         .unwrap();
         let e = read_questions(&path).unwrap_err().to_string();
         assert!(e.contains("line 3") && e.contains("\"nothing\""), "{e}");
-        std::fs::write(&path, "{\"id\": \"a\", \"question\": \"q?\", \"accept\": [\"o/r#1\"]}\n").unwrap();
+        std::fs::write(
+            &path,
+            "{\"id\": \"a\", \"question\": \"q?\", \"accept\": [\"o/r#1\"]}\n",
+        )
+        .unwrap();
         assert_eq!(read_questions(&path).unwrap().len(), 1);
     }
 }

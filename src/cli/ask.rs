@@ -38,6 +38,9 @@ pub struct AskArgs {
     /// Leave out the search Burrow makes with the task before the model's first step.
     #[arg(long)]
     pub no_search_first: bool,
+    /// Show the model a worked example of a run in its protocol's format.
+    #[arg(long)]
+    pub few_shot: bool,
     /// Write each step as a JSON line to this file as it completes.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -83,6 +86,7 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
         min_steps: args.min_steps,
         grammar: !args.no_grammar,
         search_first: !args.no_search_first,
+        few_shot: args.few_shot,
         task_context: app.task_context()?,
         ..Default::default()
     };

@@ -42,6 +42,9 @@ pub struct EvalArgs {
     /// Leave out the search Burrow makes with the task before the model's first step.
     #[arg(long)]
     pub no_search_first: bool,
+    /// Show the model a worked example of a run in its protocol's format.
+    #[arg(long)]
+    pub few_shot: bool,
     /// Context size in tokens.
     #[arg(long, value_name = "TOKENS")]
     pub ctx: Option<u32>,
@@ -105,6 +108,7 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
                     protocol: p,
                     max_steps: args.max_steps,
                     search_first: !args.no_search_first,
+                    few_shot: args.few_shot,
                     task_context: app.task_context()?,
                     ..Default::default()
                 };

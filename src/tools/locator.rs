@@ -76,7 +76,11 @@ impl Locator {
     pub fn cite(&self) -> String {
         let repo = |r: &Option<String>| r.clone().unwrap_or_default();
         match self {
-            Locator::File { path, line, repo: r } => match line {
+            Locator::File {
+                path,
+                line,
+                repo: r,
+            } => match line {
                 Some(l) => format!("{}:{path}:{l}", repo(r)),
                 None => format!("{}:{path}", repo(r)),
             },
@@ -145,10 +149,9 @@ const MENTIONS: &str = r"(?x)
 pub fn mentions(text: &str) -> Vec<Mention> {
     static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
-        regex::Regex::new(MENTIONS,
-        )
-        .map_err(|e| tracing::error!("the mentions pattern is invalid: {e}"))
-        .ok()
+        regex::Regex::new(MENTIONS)
+            .map_err(|e| tracing::error!("the mentions pattern is invalid: {e}"))
+            .ok()
     });
     let Some(re) = re else {
         return Vec::new();
@@ -163,7 +166,8 @@ pub fn mentions(text: &str) -> Vec<Mention> {
             let letters = h.chars().any(|c| c.is_ascii_alphabetic());
             (digits && letters).then(|| Mention::Hash(h.to_string()))
         } else {
-            c.name("path").map(|p| Mention::Path(p.as_str().to_string()))
+            c.name("path")
+                .map(|p| Mention::Path(p.as_str().to_string()))
         };
         if let Some(m) = m {
             if !out.contains(&m) {

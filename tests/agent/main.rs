@@ -1,10 +1,11 @@
 //! Issue #4: the ReAct loop, driven by a scripted model whose turns are given in each test (and
 //! whose requests are counted and read), over small tools built here.
 //!
-//! By area: `steps` (what the model writes), `tools` (calling them), `plans` (the TODO plan),
+//! By area: `answers` (searching first, citations), `steps` (what the model writes), `tools` (calling them), `plans` (the TODO plan),
 //! `context` (the prompt as the run grows) and `runs` (how runs end, are kept and measured);
 //! `support` holds what they share.
 
+mod answers;
 mod context;
 mod plans;
 mod runs;

@@ -142,11 +142,11 @@ fn the_toolbelt_starts_with_meta_tools_and_adds_on_request() {
     let requests = model.requests();
     // The first prompt lists only the meta-tools; after adding, lookup is in it.
     assert!(
-        !requests[0].prompt.contains("- lookup:"),
+        !requests[0].prompt.contains("- lookup("),
         "{}",
         requests[0].prompt
     );
-    assert!(requests[0].prompt.contains("- toolbelt_add_tool:"));
+    assert!(requests[0].prompt.contains("- toolbelt_add_tool("));
     // The system message never changes (the cache keeps it): the added tool is described in
     // the observation that added it.
     assert!(requests[3].prompt.starts_with(
@@ -163,7 +163,7 @@ fn the_toolbelt_starts_with_meta_tools_and_adds_on_request() {
         .split("Observation")
         .next()
         .unwrap()
-        .contains("- lookup:"));
+        .contains("- lookup("));
 }
 
 #[test]

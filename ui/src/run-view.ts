@@ -14,6 +14,11 @@ export interface StepView {
   observation: { text: string; error: boolean } | null;
   /// What the observation shows that can be opened, from the tool's own locators.
   items: ItemRef[];
+  /// A final answer's citations (items the run saw), and what it names that it never saw.
+  citations: ItemRef[];
+  unseen: string[];
+  /// Burrow's own step (the search with the task), not the model's.
+  automatic: boolean;
   finalAnswer: string | null;
   /// The step's kept record: tokens, cache reuse and timings (set when the step is done).
   record: StepRecord | null;
@@ -46,6 +51,9 @@ export function emptyStep(index: number): StepView {
     action: null,
     observation: null,
     items: [],
+    citations: [],
+    unseen: [],
+    automatic: false,
     finalAnswer: null,
     record: null,
     done: false,
@@ -98,6 +106,9 @@ export function stepFromRecord(r: StepRecord): StepView {
     action: r.action,
     observation: r.observation === null ? null : { text: r.observation, error: r.error !== null },
     items: r.items ?? [],
+    citations: r.citations ?? [],
+    unseen: r.unseen ?? [],
+    automatic: r.automatic ?? false,
     finalAnswer: r.final_answer,
     record: r,
     done: true,

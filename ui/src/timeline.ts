@@ -26,11 +26,11 @@ export function statusBadge(status: RunStatus): HTMLElement {
 
 /// The items a step's observation shows, as links that open them. They come from the tools'
 /// own locators, never from reading the text, which is untrusted and shown only as text.
-function itemLinks(items: ItemRef[], open: OpenItem): HTMLElement | null {
+function itemLinks(items: ItemRef[], open: OpenItem, label = "Items this step found", cls = "items"): HTMLElement | null {
   if (items.length === 0) return null;
   return h(
     "nav",
-    { class: "items", "aria-label": "Items this step found" },
+    { class: cls, "aria-label": label },
     ...items.map((item) =>
       h(
         "a",
@@ -71,7 +71,13 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
       class: `step${step.done ? "" : " live"}${failed ? " has-error" : ""}`,
       "data-step": step.index,
     },
-    h("header", null, h("h3", null, `Step ${step.index + 1}`), statsLine(step)),
+    h(
+      "header",
+      null,
+      h("h3", null, `Step ${step.index + 1}`),
+      step.automatic ? h("span", { class: "badge automatic", title: "Burrow searched the workspace with the task before the model's first step" }, "search by Burrow") : null,
+      statsLine(step),
+    ),
   );
   if (step.thought) el.append(h("p", { class: "thought" }, step.thought));
   // While the step is being written, its raw tokens stream in; once parsed, the parts show.
@@ -107,6 +113,19 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
     // Errors and short observations are shown open; long ones are a click away.
     details.open = step.observation.error || lines <= 12;
     el.append(details);
+  }
+  if (step.finalAnswer !== null) {
+    const cites = itemLinks(step.citations, open, "Items the answer cites", "items citations");
+    if (cites) el.append(h("div", { class: "cited" }, h("span", { class: "muted" }, "Cites "), cites));
+    if (step.unseen.length > 0) {
+      el.append(
+        h(
+          "p",
+          { class: "unseen", role: "note" },
+          `Named in the answer but never seen in this run: ${step.unseen.join(", ")}`,
+        ),
+      );
+    }
   }
   if (step.done && !step.action && !step.finalAnswer && !step.observation && step.output) {
     el.append(h("pre", { class: "stream" }, step.output));

@@ -40,6 +40,12 @@ export interface StepRecord {
   observation: string | null;
   /// The items the observation shows, as the tool located them (absent in older records).
   items?: ItemRef[];
+  /// A final answer's citations: items the run saw (absent in older records).
+  citations?: ItemRef[];
+  /// What a final answer names that the run never saw (absent in older records).
+  unseen?: string[];
+  /// Burrow took the step itself: the search with the task before the model's first step.
+  automatic?: boolean;
   error: string | null;
   todos: TodoItem[];
   generated_tokens: number;

@@ -92,6 +92,37 @@ describe("Timeline", () => {
     expect(t.root.querySelector(".args")?.textContent).toBe(JSON.stringify({ query: "x", repo: "gui" }, null, 2));
   });
 
+  it("marks Burrow's own search, links a final answer's citations and flags what it never saw (issue 22)", () => {
+    const opened: ItemRef[] = [];
+    const t = new Timeline((i) => opened.push(i));
+    const issue: ItemRef = { kind: "issue", number: 907, repo: "bitcoin-core/gui" };
+    const s = reduceAll(startRun(initialState, "t"), [
+      agent({ type: "step_started", index: 0 }),
+      agent({
+        type: "step_finished",
+        step: record(0, {
+          automatic: true,
+          action: { tool: "search", args: { query: "t" } },
+          observation: "1. [issue] #907 ...",
+          items: [issue],
+        }),
+      }),
+      agent({ type: "step_started", index: 1 }),
+      agent({
+        type: "step_finished",
+        step: record(1, { final_answer: "It is #907, fixed in #5131.", citations: [issue], unseen: ["#5131"] }),
+      }),
+    ]);
+    t.update(s.run);
+    expect(t.root.querySelector('[data-step="0"] .badge.automatic')).not.toBeNull();
+    expect(t.root.querySelector('[data-step="1"] .badge.automatic')).toBeNull();
+    const cited = t.root.querySelectorAll<HTMLAnchorElement>('[data-step="1"] .citations a.item-link');
+    expect([...cited].map((a) => a.textContent)).toEqual(["#907"]);
+    cited[0].click();
+    expect(opened).toEqual([issue]);
+    expect(t.root.querySelector('[data-step="1"] .unseen')?.textContent).toContain("#5131");
+  });
+
   it("highlights an error observation and shows the final answer with its status", () => {
     const t = new Timeline(() => undefined);
     const s = reduceAll(startRun(initialState, "t"), [

@@ -29,7 +29,10 @@ pub(super) fn excluding(parameters: &Value, made: &[&Map<String, Value>]) -> Opt
         // No argument at all: every call is the same call.
         return None;
     };
-    let key_schema = props.and_then(|p| p.get(&key)).cloned().unwrap_or(json!({}));
+    let key_schema = props
+        .and_then(|p| p.get(&key))
+        .cloned()
+        .unwrap_or(json!({}));
     // The rests of the calls made, by the key's value.
     let mut by_value: BTreeMap<String, (Value, Vec<Map<String, Value>>)> = BTreeMap::new();
     for args in made {
@@ -70,7 +73,11 @@ fn required(schema: &Value) -> Vec<String> {
     schema
         .get("required")
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -84,7 +91,11 @@ fn with_property(schema: &Value, name: &str, property: Value) -> Value {
 /// schema cannot say it.
 fn other_values(schema: &Value, used: &[Value]) -> Option<Vec<Value>> {
     if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-        let left: Vec<Value> = values.iter().filter(|v| !used.contains(v)).cloned().collect();
+        let left: Vec<Value> = values
+            .iter()
+            .filter(|v| !used.contains(v))
+            .cloned()
+            .collect();
         return Some(if left.is_empty() {
             Vec::new()
         } else {
@@ -140,19 +151,30 @@ fn other_values(schema: &Value, used: &[Value]) -> Option<Vec<Value>> {
                 .collect(),
         );
     }
-    // A list of another length (one of the same length with other items cannot be said).
-    if let ([Value::Array(a)], true) = (used, is("array")) {
+    // A list of another length than those used (one of the same length with other items
+    // cannot be said in the schema, so that is left out too).
+    if is("array") {
+        let mut lengths: Vec<u64> = used
+            .iter()
+            .filter_map(|v| v.as_array().map(|a| a.len() as u64))
+            .collect();
+        lengths.sort_unstable();
+        lengths.dedup();
         let max = schema.get("maxItems").and_then(Value::as_u64);
-        let n = a.len() as u64;
         let mut out = Vec::new();
-        if n > 0 {
-            let mut s = schema.clone();
-            s["maxItems"] = json!(n - 1);
-            out.push(s);
+        let mut low = 0u64;
+        for n in lengths.iter().copied().chain(max.map(|m| m + 1)) {
+            if n > low {
+                let mut s = schema.clone();
+                s["minItems"] = json!(low);
+                s["maxItems"] = json!(n - 1);
+                out.push(s);
+            }
+            low = n + 1;
         }
-        if max.is_none_or(|m| m > n) {
+        if max.is_none() {
             let mut s = schema.clone();
-            s["minItems"] = json!(n + 1);
+            s["minItems"] = json!(low);
             out.push(s);
         }
         return Some(out);
@@ -210,62 +232,91 @@ fn add_required(schema: &mut Value, name: &str) {
     schema["required"] = json!(r);
 }
 
-/// A regular expression (without anchors) of every string but these.
+/// Characters of a string that tell it from the strings already used: a longer string that
+/// starts as a used one did is left out too. It bounds the expression (its nesting grows with
+/// this length, and regex parsers limit nesting) at the cost of refusing a long query that
+/// changes only after its first sixty characters (the parser counts each character three
+/// levels deep: a group, an alternation, a concatenation).
+const TELLING_CHARS: usize = 60;
+
+/// A regular expression (without anchors) of every string but these (and, for a string longer
+/// than `TELLING_CHARS`, every string that starts as it does).
 pub(crate) fn not_any_of(strings: &[&str]) -> String {
-    let chars: Vec<Vec<char>> = strings.iter().map(|s| s.chars().collect()).collect();
-    let all: Vec<&[char]> = chars.iter().map(Vec::as_slice).collect();
+    let words: Vec<Word<char>> = strings
+        .iter()
+        .map(|s| Word::new(s.chars().collect()))
+        .collect();
     let class = |cs: &[char]| {
-        let class: String = cs.iter().map(|c| format!("\\x{{{:x}}}", *c as u32)).collect();
+        let class: String = cs
+            .iter()
+            .map(|c| format!("\\x{{{:x}}}", *c as u32))
+            .collect();
         if class.is_empty() {
             "(?s:.)".to_string()
         } else {
             format!("[^{class}]")
         }
     };
-    trie(&all, &|c| regex::escape(&c.to_string()), &class, "(?s:.)")
+    let all: Vec<&Word<char>> = words.iter().collect();
+    trie(
+        &all,
+        0,
+        &|c| regex::escape(&c.to_string()),
+        &class,
+        "(?s:.)",
+    )
 }
 
-/// The complement of `words` (sequences of units) among all sequences of `unit`s. At a node
-/// where the words share a run of units (a chain), a string leaves them by being shorter, or
-/// by another unit at some place of the run; else it follows the run. Where they part, it
-/// ends there (unless a word does), takes a unit none takes, or follows one. Runs are written
-/// flat, so the nesting grows with the places the words part, not with their length (regex
-/// parsers limit nesting).
+/// A used string cut to `TELLING_CHARS` units; `prefix` when it was longer.
+struct Word<U> {
+    units: Vec<U>,
+    prefix: bool,
+}
+
+impl<U> Word<U> {
+    fn new(mut units: Vec<U>) -> Self {
+        let prefix = units.len() > TELLING_CHARS;
+        units.truncate(TELLING_CHARS);
+        Word { units, prefix }
+    }
+}
+
+/// The complement of `words` among all sequences of `unit`s, from position `at` of the
+/// words: end here (unless a word ends here), take a unit no word takes here and then
+/// anything, or follow a word. Past the end of a cut word, nothing is left.
 fn trie<U: Ord + Copy>(
-    words: &[&[U]],
+    words: &[&Word<U>],
+    at: usize,
     literal: &dyn Fn(U) -> String,
     other: &dyn Fn(&[U]) -> String,
     unit: &str,
 ) -> String {
-    let mut alternatives = Vec::new();
-    let shortest = words.iter().map(|w| w.len()).min().unwrap_or(0);
-    let run = (0..shortest)
-        .take_while(|&i| words.iter().all(|w| w[i] == words[0][i]))
-        .count();
-    if run > 0 {
-        alternatives.push(format!("{unit}{{0,{}}}", run - 1));
-        for i in 0..run {
-            alternatives.push(format!("{unit}{{{i}}}{}{unit}*", other(&[words[0][i]])));
-        }
-        let tails: Vec<&[U]> = words.iter().map(|w| &w[run..]).collect();
-        let prefix: String = words[0][..run].iter().map(|u| literal(*u)).collect();
-        alternatives.push(format!("{prefix}{}", trie(&tails, literal, other, unit)));
-        return format!("(?:{})", alternatives.join("|"));
+    if words.iter().any(|w| w.prefix && w.units.len() == at) {
+        // Matches nothing.
+        return "[^\\s\\S]".to_string();
     }
-    if !words.iter().any(|w| w.is_empty()) {
+    let mut alternatives = Vec::new();
+    if !words.iter().any(|w| w.units.len() == at) {
         alternatives.push(String::new());
     }
-    let mut next: Vec<U> = words.iter().filter_map(|w| w.first().copied()).collect();
+    let mut next: Vec<U> = words
+        .iter()
+        .filter_map(|w| w.units.get(at).copied())
+        .collect();
     next.sort();
     next.dedup();
     alternatives.push(format!("{}{unit}*", other(&next)));
     for u in next {
-        let tails: Vec<&[U]> = words
+        let following: Vec<&Word<U>> = words
             .iter()
-            .filter(|w| w.first() == Some(&u))
-            .map(|w| &w[1..])
+            .filter(|w| w.units.get(at) == Some(&u))
+            .copied()
             .collect();
-        alternatives.push(format!("{}{}", literal(u), trie(&tails, literal, other, unit)));
+        alternatives.push(format!(
+            "{}{}",
+            literal(u),
+            trie(&following, at + 1, literal, other, unit)
+        ));
     }
     format!("(?:{})", alternatives.join("|"))
 }
@@ -276,11 +327,11 @@ pub(crate) fn not_any_of_json(strings: &[&str]) -> String {
     const PLAIN: &str = r#"[^"\\\x00-\x1F"#;
     const ESCAPES: &str = "\"\\/bfnrt";
     let units: Vec<Vec<String>> = strings.iter().map(|s| json_units(s)).collect();
-    let all: Vec<Vec<&str>> = units
+    let words: Vec<Word<&str>> = units
         .iter()
-        .map(|u| u.iter().map(String::as_str).collect())
+        .map(|u| Word::new(u.iter().map(String::as_str).collect()))
         .collect();
-    let words: Vec<&[&str]> = all.iter().map(Vec::as_slice).collect();
+    let all: Vec<&Word<&str>> = words.iter().collect();
     let other = |taken: &[&str]| {
         let plain: String = taken
             .iter()
@@ -300,7 +351,7 @@ pub(crate) fn not_any_of_json(strings: &[&str]) -> String {
         alts.push(r"\\u[0-9a-fA-F]{4}".to_string());
         format!("(?:{})", alts.join("|"))
     };
-    trie(&words, &|u| regex::escape(u), &other, STRING_UNIT)
+    trie(&all, 0, &|u| regex::escape(u), &other, STRING_UNIT)
 }
 
 /// One character of a JSON string's text: a plain character or an escape.
@@ -354,7 +405,9 @@ mod tests {
         let quoted = |s: &str| Value::String(s.to_string()).to_string();
         assert!(!g.accepts(&quoted(&long)).unwrap());
         assert!(g.accepts(&quoted(&long[1..])).unwrap());
-        assert!(g.accepts(&quoted(&format!("{long}!"))).unwrap());
+        // Past its first sixty characters, a long string is told from a used one no more.
+        assert!(!g.accepts(&quoted(&format!("{long}!"))).unwrap());
+        assert!(g.accepts(&quoted(&format!("!{long}"))).unwrap());
         let re = regex::Regex::new(&format!("^{}$", not_any_of_json(&["a \"q\"", "b"]))).unwrap();
         assert!(!re.is_match(r#"a \"q\""#) && !re.is_match("b"));
         assert!(re.is_match(r#"a \"q\" "#) && re.is_match("bb") && re.is_match(r"a \n"));
@@ -404,9 +457,34 @@ mod tests {
         let g = Grammar::JsonSchema(crate::llm::grammar::strict_json_schema(
             &excluding(&params, &refs).unwrap(),
         ));
-        for (n, ok) in [(7, false), (9, false), (8, true), (6, true), (10, true), (-3, true)] {
-            assert_eq!(g.accepts(&format!("{{\"number\": {n}}}")).unwrap(), ok, "{n}");
+        for (n, ok) in [
+            (7, false),
+            (9, false),
+            (8, true),
+            (6, true),
+            (10, true),
+            (-3, true),
+        ] {
+            assert_eq!(
+                g.accepts(&format!("{{\"number\": {n}}}")).unwrap(),
+                ok,
+                "{n}"
+            );
         }
+        // A list as the key: lists of other lengths only.
+        let params = json!({"type": "object", "properties": {"todos": {"type": "array", "items": {"type": "string"}, "maxItems": 3}}, "required": ["todos"]});
+        let made = [
+            map(json!({"todos": ["a"]})),
+            map(json!({"todos": ["a", "b", "c"]})),
+        ];
+        let refs: Vec<&Map<String, Value>> = made.iter().collect();
+        let g = Grammar::JsonSchema(crate::llm::grammar::strict_json_schema(
+            &excluding(&params, &refs).unwrap(),
+        ));
+        assert!(!g.accepts(r#"{"todos": ["a"]}"#).unwrap());
+        assert!(!g.accepts(r#"{"todos": ["a", "b", "c"]}"#).unwrap());
+        assert!(g.accepts(r#"{"todos": ["a", "b"]}"#).unwrap());
+        assert!(g.accepts(r#"{"todos": []}"#).unwrap());
         // No arguments: once called, never again.
         let empty = json!({"type": "object", "properties": {}});
         assert!(excluding(&empty, &[&Map::new()]).is_none());

@@ -192,7 +192,12 @@ fn args_pattern(schema: &Value) -> Option<String> {
             "number" => format!(r"{INTEGER}(?:\.[0-9]{{1,17}})?(?:[eE][+-]?[0-9]{{1,3}})?"),
             // Every string but those of calls already made (see `exclude`).
             "string" if o.contains_key("x-not") => {
-                let not: Vec<&str> = o.get("x-not")?.as_array()?.iter().filter_map(Value::as_str).collect();
+                let not: Vec<&str> = o
+                    .get("x-not")?
+                    .as_array()?
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
                 format!(r#""{}""#, super::exclude::not_any_of_json(&not))
             }
             "string" if !o.contains_key("pattern") && !o.contains_key("format") => {

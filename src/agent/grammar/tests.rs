@@ -177,7 +177,10 @@ fn grammars_accept_well_formed_steps_and_nothing_else() {
     let long = "a".repeat(THOUGHT_CHARS as usize + 1);
     let step = format!(r#"{{"thought": "{long}", "citations": [], "answer": "x"}}"#);
     assert!(!g.accepts(&step).unwrap());
-    let step = format!(r#"{{"thought": "{}", "citations": [], "answer": "x"}}"#, &long[1..]);
+    let step = format!(
+        r#"{{"thought": "{}", "citations": [], "answer": "x"}}"#,
+        &long[1..]
+    );
     assert!(g.accepts(&step).unwrap());
     let arg = "w".repeat(ARGUMENT_CHARS as usize + 1);
     let step = format!(
@@ -310,23 +313,43 @@ fn a_step_cites_only_what_was_seen_and_repeats_no_call() {
         };
         let with = |items: &[&str]| answer.replace("CITES", &list(items));
         assert!(g.accepts(&with(&["o/r#7"])).unwrap(), "{}", p.as_str());
-        assert!(g.accepts(&with(&["o/r#7", "r:src/a.rs:3"])).unwrap(), "{}", p.as_str());
+        assert!(
+            g.accepts(&with(&["o/r#7", "r:src/a.rs:3"])).unwrap(),
+            "{}",
+            p.as_str()
+        );
         assert!(!g.accepts(&with(&["o/r#8"])).unwrap(), "{}", p.as_str());
         let read = p.parse(&with(&["r:src/a.rs:3"])).unwrap();
         let crate::agent::protocol::Decision::Finish { citations, .. } = read.decision else {
             panic!("{}", p.as_str())
         };
         assert_eq!(citations, ["r:src/a.rs:3"], "{}", p.as_str());
-        assert!(!g.accepts(&call.replace("EXPR", "1+1")).unwrap(), "{}", p.as_str());
-        assert!(g.accepts(&call.replace("EXPR", "1+2")).unwrap(), "{}", p.as_str());
+        assert!(
+            !g.accepts(&call.replace("EXPR", "1+1")).unwrap(),
+            "{}",
+            p.as_str()
+        );
+        assert!(
+            g.accepts(&call.replace("EXPR", "1+2")).unwrap(),
+            "{}",
+            p.as_str()
+        );
         if !junk.is_empty() {
             assert!(!g.accepts(junk).unwrap(), "{}: {junk}", p.as_str());
         }
     }
     // Nothing seen: nothing to cite.
-    let none = StepShape { cites: &[], ..shape };
+    let none = StepShape {
+        cites: &[],
+        ..shape
+    };
     let g = step_grammar(Protocol::JsonAction, &tools(), none).unwrap();
-    assert!(g.accepts(r#"{"thought": "none", "citations": [], "answer": "The workspace does not hold it."}"#).unwrap());
-    assert!(!g.accepts(r#"{"thought": "none", "citations": ["o/r#7"], "answer": "x"}"#).unwrap());
+    assert!(g
+        .accepts(
+            r#"{"thought": "none", "citations": [], "answer": "The workspace does not hold it."}"#
+        )
+        .unwrap());
+    assert!(!g
+        .accepts(r#"{"thought": "none", "citations": ["o/r#7"], "answer": "x"}"#)
+        .unwrap());
 }
-

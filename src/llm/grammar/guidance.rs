@@ -9,8 +9,8 @@ use super::{Grammar, GrammarError};
 impl Grammar {
     /// Whether the grammar accepts `text` whole, checked byte by byte without a model (for
     /// tests of generated grammars).
-    #[cfg(test)]
-    pub(crate) fn accepts(&self, text: &str) -> Result<bool, GrammarError> {
+    #[cfg(any(test, feature = "testing"))]
+    pub fn accepts(&self, text: &str) -> Result<bool, GrammarError> {
         let factory = offline_factory()?;
         let mut matcher = self.compile(factory)?;
         let tokens = factory.tok_env().tokenize_bytes(text.as_bytes());

@@ -88,8 +88,17 @@ fn no_hits(what: &str) -> String {
     format!("No results for {what}. Try fewer or different words, or another kind.")
 }
 
+/// Characters of a query its results repeat. A longer one (a whole question) is not
+/// repeated: the model reads it in the call just above, and small models copied the repeated
+/// text into their next query.
+const QUERY_ECHO: usize = 60;
+
 fn describe_query(q: &SearchQuery) -> String {
-    let mut s = format!("{:?}", q.text);
+    let mut s = if q.text.chars().count() > QUERY_ECHO {
+        "the query".to_string()
+    } else {
+        format!("{:?}", q.text)
+    };
     if !q.kinds.is_empty() {
         let kinds: Vec<&str> = q.kinds.iter().map(|k| k.as_str()).collect();
         let _ = write!(s, " in {}", kinds.join("/"));

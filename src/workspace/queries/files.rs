@@ -41,8 +41,12 @@ impl Workspace {
         max_lines: usize,
         max_bytes: usize,
     ) -> Result<FileSlice, WorkspaceError> {
-        let repo = self.resolve_repo(repo)?;
         let rel = safe_relative(path)?;
+        let repo = self.resolve_repo_holding(
+            repo,
+            "SELECT 1 FROM files WHERE repo_id = ?1 AND path = ?2",
+            &rel,
+        )?;
         let root = repo.root.clone().ok_or_else(|| {
             WorkspaceError::Refused(format!(
                 "{} has no local files (it holds imported issues only)",

@@ -47,7 +47,11 @@ impl Workspace {
         number: i64,
         max_comments: usize,
     ) -> Result<IssueDetail, WorkspaceError> {
-        let repo = self.resolve_repo(repo)?;
+        let repo = self.resolve_repo_holding(
+            repo,
+            "SELECT 1 FROM issues WHERE repo_id = ?1 AND number = ?2",
+            &number,
+        )?;
         let conn = self.conn();
         let row = conn
             .query_row(

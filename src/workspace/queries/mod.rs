@@ -70,6 +70,44 @@ fn confined(root: &Path, rel: &str) -> Result<PathBuf, WorkspaceError> {
 }
 
 impl Workspace {
+    /// The repository a tool means: the one named, the only one there is, or, among several,
+    /// the only one that holds what the call asks for (`holds`: an SQL condition on
+    /// `repo_id = ?1` and the item `?2`). A model that opens `#907` from a search result
+    /// should not have to name the repository again.
+    pub(crate) fn resolve_repo_holding(
+        &self,
+        name: Option<&str>,
+        holds: &str,
+        item: &dyn rusqlite::ToSql,
+    ) -> Result<Repo, WorkspaceError> {
+        if name.is_some() {
+            return self.resolve_repo(name);
+        }
+        let repos = self.repos()?;
+        if repos.len() < 2 {
+            return self.resolve_repo(None);
+        }
+        let mut holding = Vec::new();
+        {
+            let conn = self.conn();
+            let mut stmt = conn
+                .prepare_cached(&format!("SELECT EXISTS ({holds})"))
+                .map_err(crate::workspace::db_err("finding the repository"))?;
+            for r in &repos {
+                let yes: bool = stmt
+                    .query_row(rusqlite::params![r.id, item], |row| row.get(0))
+                    .map_err(crate::workspace::db_err("finding the repository"))?;
+                if yes {
+                    holding.push(r.clone());
+                }
+            }
+        }
+        match holding.len() {
+            1 => Ok(holding.remove(0)),
+            _ => self.resolve_repo(None),
+        }
+    }
+
     /// The repository a tool means: the one named, or the only one there is.
     pub fn resolve_repo(&self, name: Option<&str>) -> Result<Repo, WorkspaceError> {
         match name {

@@ -1,0 +1,178 @@
+//! Issue 22: the agent answers from the workspace. Before the model's first step the run
+//! searches with the task; a final answer cites only items the run saw (the grammar offers
+//! nothing else) and what its text names that the run never saw is flagged; a call already
+//! made is out of the next step's grammar.
+
+use std::sync::{Arc, Mutex};
+
+use burrow::agent::protocol::Protocol;
+use burrow::agent::record::RunStatus;
+use burrow::agent::{Agent, AgentConfig};
+use burrow::llm::fake::{FakeModel, FakeTurn};
+use burrow::llm::grammar::Grammar;
+use burrow::tools::{Locator, Tool, ToolError, ToolOutput, ToolRegistry};
+use serde_json::json;
+
+use crate::support::{call, run};
+
+/// Search everything by words.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct SearchInput {
+    /// Words to look for.
+    query: String,
+    /// Only these kinds.
+    #[serde(default)]
+    #[allow(dead_code)]
+    kinds: Option<Vec<String>>,
+    /// How many results.
+    #[serde(default)]
+    #[allow(dead_code)]
+    limit: Option<usize>,
+}
+
+/// A search over a fixed workspace of one issue and one file, recording its queries.
+#[derive(Default, Clone)]
+struct Search(Arc<Mutex<Vec<String>>>);
+
+impl Tool for Search {
+    const NAME: &'static str = "search";
+    type Input = SearchInput;
+    fn run(&self, input: SearchInput) -> Result<ToolOutput, ToolError> {
+        self.0.lock().unwrap().push(input.query);
+        Ok(ToolOutput::new(
+            "1. [issue] #918 Wallet crashes on close (repo acme/app)\n2. [code] acme/app src/wallet.rs:12",
+            (),
+        )
+        .with_items([
+            Locator::issue_or_pr("acme/app", 918, false),
+            Locator::file("acme/app", "src/wallet.rs", Some(12)),
+        ]))
+    }
+}
+
+fn final_with(p: Protocol, citations: &[&str], text: &str) -> String {
+    p.write_final("It is the crash.", citations, text)
+}
+
+#[test]
+fn the_run_searches_with_the_task_first_and_cites_only_what_it_saw() {
+    for p in [Protocol::JsonTyped, Protocol::Text, Protocol::ToolCalls] {
+        let search = Search::default();
+        let mut tools = ToolRegistry::new();
+        tools.register(search.clone()).unwrap();
+        let model = FakeModel::new([FakeTurn::text(&final_with(
+            p,
+            &["acme/app#918"],
+            "Issue #918, fixed in #5131 (src/wallet.rs).",
+        ))]);
+        let config = AgentConfig {
+            protocol: p,
+            max_steps: 4,
+            ..Default::default()
+        };
+        let agent = Agent::new(&model, &tools, config).unwrap();
+        let task = "Which issue reports the wallet crash?";
+        let (outcome, _) = run(&agent, task);
+        assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+        // The first step is Burrow's: a search with the task, for issues, as the question asks.
+        let first = &outcome.steps[0];
+        assert!(first.automatic, "{first:?}");
+        let action = first.action.as_ref().unwrap();
+        assert_eq!(action.tool, "search");
+        assert_eq!(action.args["query"], task);
+        assert_eq!(action.args["kinds"], json!(["issue"]));
+        assert_eq!(search.0.lock().unwrap().as_slice(), [task]);
+        assert_eq!(first.items.len(), 2);
+        // The model starts from that evidence: its first prompt holds the results.
+        let requests = model.requests();
+        assert_eq!(requests.len(), 1, "{}", p.as_str());
+        assert!(requests[0].prompt.contains("Wallet crashes on close"));
+        // Its grammar offers the items seen as citations, and nothing else.
+        let last = outcome.steps.last().unwrap();
+        assert_eq!(
+            last.citations,
+            [Locator::issue_or_pr("acme/app", 918, false)],
+            "{}",
+            p.as_str()
+        );
+        // What the text names and the run never saw is flagged; what it saw is not.
+        assert_eq!(last.unseen, ["#5131"], "{}", p.as_str());
+        let grammar = requests[0].grammar.as_deref().unwrap();
+        assert!(grammar.contains("acme/app#918") && grammar.contains("acme/app:src/wallet.rs:12"));
+    }
+}
+
+#[test]
+fn a_step_cannot_repeat_the_first_search_nor_cite_an_item_it_never_saw() {
+    let search = Search::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(search.clone()).unwrap();
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([FakeTurn::text(&final_with(p, &[], "Nothing."))]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            protocol: p,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let task = "wallet crash";
+    let (outcome, _) = run(&agent, task);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let text = model.requests()[0].grammar.clone().unwrap();
+    let g = Grammar::JsonSchema(serde_json::from_str(&text).unwrap());
+    // The grammar's spacing: what the model writes under it.
+    let as_written = |args: serde_json::Value| {
+        p.write_call(
+            "look it up",
+            &burrow::agent::protocol::Action {
+                tool: "search".into(),
+                args: args.as_object().unwrap().clone(),
+            },
+        )
+    };
+    assert!(!g
+        .accepts(&as_written(json!({"query": task, "limit": 5})))
+        .unwrap());
+    assert!(g
+        .accepts(&as_written(json!({"query": "wallet crashes"})))
+        .unwrap());
+    assert!(g
+        .accepts(&as_written(json!({"query": task, "limit": 10})))
+        .unwrap());
+    assert!(g
+        .accepts(&final_with(p, &["acme/app#918"], "It is #918."))
+        .unwrap());
+    assert!(!g
+        .accepts(&final_with(p, &["acme/app#919"], "It is #919."))
+        .unwrap());
+}
+
+#[test]
+fn with_the_setting_off_the_model_takes_the_first_step() {
+    let search = Search::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(search.clone()).unwrap();
+    let p = Protocol::JsonTyped;
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "search", json!({"query": "crash"}))),
+        FakeTurn::text(&final_with(p, &["acme/app#918"], "#918")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            protocol: p,
+            search_first: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert!(!outcome.steps[0].automatic);
+    assert_eq!(search.0.lock().unwrap().as_slice(), ["crash"]);
+    assert_eq!(outcome.steps[1].citations.len(), 1);
+}
