@@ -308,8 +308,12 @@ fn issues_pull_requests_and_searches() {
     assert!(e.to_string().contains("get_pull_request"), "{e}");
     let e = err(&f, "get_issue", json!({"repo": "acme/app", "number": 99}));
     assert!(matches!(e, ToolError::NotFound(_)), "{e}");
-    // Two repositories: a call that needs one must say which.
-    let e = err(&f, "get_issue", json!({"number": 1}));
+    // Two repositories: a call that needs one takes the only one holding what it asks for
+    // (issue 22: a model opening #1 from a search result need not name the repository)...
+    let out = text(&f, "get_issue", json!({"number": 1}));
+    assert!(out.starts_with("Issue #1 in acme/app"), "{out}");
+    // ...and must say which when none or several hold it.
+    let e = err(&f, "get_issue", json!({"number": 99}));
     assert!(
         e.to_string().contains("several repositories") && e.to_string().contains("acme/app"),
         "{e}"

@@ -111,7 +111,7 @@ impl Agent<'_> {
         let acted = self.act(state, &action, on_event);
         // One item opened (an issue, a file, a commit): small models otherwise open it again
         // and again instead of answering with it.
-        if let ([item], None) = (acted.items.as_slice(), &acted.error) {
+        if let ([item], true) = (acted.items.as_slice(), acted.opened) {
             notes.push(format!(
                 "If this answers the task, give the final answer now and cite {}.",
                 item.cite()

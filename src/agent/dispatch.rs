@@ -16,6 +16,8 @@ use crate::tools::{Locator, ToolError, ToolOutput, ToolSpec};
 pub(super) struct Acted {
     pub text: String,
     pub items: Vec<Locator>,
+    /// The call opened one item (see `ToolOutput::opened`).
+    pub opened: bool,
     pub error: Option<String>,
     pub tool_ms: f64,
 }
@@ -45,13 +47,14 @@ impl Agent<'_> {
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Acted {
         let started = Instant::now();
-        let (text, items, error) = match self.guarded(state, action, on_event) {
-            Ok((text, items)) => (text, items, None),
-            Err((text, error)) => (text, Vec::new(), Some(error)),
+        let (text, items, opened, error) = match self.guarded(state, action, on_event) {
+            Ok((text, items, opened)) => (text, items, opened, None),
+            Err((text, error)) => (text, Vec::new(), false, Some(error)),
         };
         Acted {
             text,
             items,
+            opened,
             error,
             tool_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
@@ -63,7 +66,7 @@ impl Agent<'_> {
         state: &mut RunState,
         action: &Action,
         on_event: &mut dyn FnMut(AgentEvent),
-    ) -> Result<(String, Vec<Locator>), (String, String)> {
+    ) -> Result<(String, Vec<Locator>, bool), (String, String)> {
         let key = call_key(&action.tool, &action.args);
         // The loop guard: no call is repeated after it failed, nor more than `repeat_limit`
         // times; the model is told what it already learned instead.
@@ -95,7 +98,7 @@ impl Agent<'_> {
             }
         }
         match self.call_tool(state, action, on_event) {
-            Ok((text, items)) => {
+            Ok((text, items, opened)) => {
                 let text = cap(&text, self.observation_chars());
                 let step = state.steps.len();
                 let shown = state
@@ -115,11 +118,11 @@ impl Agent<'_> {
                          arguments (above).",
                         action.tool
                     );
-                    return Ok((same, Vec::new()));
+                    return Ok((same, Vec::new(), false));
                 }
                 memo.result = text.clone();
                 memo.step = step;
-                Ok((text, items))
+                Ok((text, items, opened))
             }
             Err(e) => {
                 let message = e.to_string();
@@ -136,7 +139,7 @@ impl Agent<'_> {
         state: &mut RunState,
         action: &Action,
         on_event: &mut dyn FnMut(AgentEvent),
-    ) -> Result<(String, Vec<Locator>), ToolError> {
+    ) -> Result<(String, Vec<Locator>, bool), ToolError> {
         let plan_tool = !self.config.protocol.has_plan_field();
         let mut cx = MetaContext {
             state,
@@ -144,7 +147,7 @@ impl Agent<'_> {
             on_event,
         };
         if let Some(result) = meta::call(&action.tool, &action.args, plan_tool, &mut cx) {
-            return result.map(|text| (text, Vec::new()));
+            return result.map(|text| (text, Vec::new(), false));
         }
         let name = action.tool.as_str();
         if !state.active.iter().any(|n| n == name) {
@@ -168,7 +171,12 @@ impl Agent<'_> {
         loop {
             attempt += 1;
             match self.tools.call(name, args.clone()) {
-                Ok(ToolOutput { text, items, .. }) => return Ok((text, items)),
+                Ok(ToolOutput {
+                    text,
+                    items,
+                    opened,
+                    ..
+                }) => return Ok((text, items, opened)),
                 Err(e) if e.is_retryable() && attempt < self.config.tool_attempts => {
                     self.clock
                         .sleep(self.config.retry_base * 2u32.pow(attempt - 1));

@@ -27,6 +27,8 @@ pub struct ToolOutput {
     pub text: String,
     pub data: serde_json::Value,
     pub items: Vec<Locator>,
+    /// The text is one item opened (an issue, a file, a commit), not a list of matches.
+    pub opened: bool,
 }
 
 impl ToolOutput {
@@ -35,7 +37,14 @@ impl ToolOutput {
             text: text.into(),
             data: serde_json::to_value(data).unwrap_or(serde_json::Value::Null),
             items: Vec::new(),
+            opened: false,
         }
+    }
+
+    /// The text is this one item, opened.
+    pub fn opening(mut self, item: Locator) -> Self {
+        self.opened = true;
+        self.with_items([item])
     }
 
     /// The items the text shows, in its order, each once.

@@ -224,10 +224,17 @@ try {
     await screenshot("03-models");
   });
 
-  await step("settings: a short run limit is saved", async () => {
+  await step("settings: a short run limit, and no search before the model's first step, are saved", async () => {
     await tab("settings");
     await until("the settings form", "return !!document.querySelector('#settings-form');");
     await type("#settings-form input[name=max_steps]", "4");
+    // SmolLM2 copies Burrow's first search instead of writing the plan the next run asks for;
+    // with the setting off it plans (the first search is covered by the UI's unit tests and
+    // the agent's tests).
+    if (!(await exec("return document.querySelector('#settings-form input[name=search_first]').checked;"))) {
+      throw new Error("the first search is not on by default");
+    }
+    await click("#settings-form input[name=search_first]");
     await click("#save-settings");
     await settingsSaved();
     // A value out of range is not sent: the form says what is wrong (the core refuses it too,
@@ -246,11 +253,11 @@ try {
   });
 
   let firstRun = 0;
-  await step("run a task: steps and the plan appear, then the answer", async () => {
+  await step("run a task: steps appear, then the answer (and the plan, where the model writes one)", async () => {
     await tab("run");
     await keys(
       "#task",
-      "First write a short plan with todo_write, then find where the wallet file is loaded.\uE007",
+      "First write a short plan, then find where the wallet file is loaded.\uE007",
     );
     await until("the first step", "return document.querySelectorAll('.step').length > 0;");
     await screenshot("05-run-streaming");
@@ -261,7 +268,9 @@ try {
     if (!stats || !/prompt tokens/.test(stats) || !/first token/.test(stats)) throw new Error(`no step figures: ${stats}`);
     const plan = await exec("return document.querySelectorAll('#todos li.todo').length;");
     log(`run ended after ${steps} steps with ${plan} plan items: ${await text(".run-meta")}`);
-    if (plan < 1) throw new Error("the plan did not appear");
+    // Under issue 22's prompt (the plan optional, Burrow numbering its items) SmolLM2 no
+    // longer writes one for this task; the plan panel's rendering is covered by the UI's unit
+    // tests (renderTodos).
     firstRun = Number((await text(".run-meta")).match(/run (\d+)/)?.[1] ?? 0);
     await screenshot("06-run-done");
   });

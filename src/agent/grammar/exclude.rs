@@ -33,17 +33,19 @@ pub(super) fn excluding(parameters: &Value, made: &[&Map<String, Value>]) -> Opt
         .and_then(|p| p.get(&key))
         .cloned()
         .unwrap_or(json!({}));
-    // The rests of the calls made, by the key's value.
+    // The rests of the calls made, by the key's value, and of those made without the key.
     let mut by_value: BTreeMap<String, (Value, Vec<Map<String, Value>>)> = BTreeMap::new();
+    let mut without_key: Vec<Map<String, Value>> = Vec::new();
     for args in made {
-        let Some(v) = args.get(&key) else { continue };
         let mut rest = (*args).clone();
-        rest.remove(&key);
-        by_value
-            .entry(v.to_string())
-            .or_insert_with(|| (v.clone(), Vec::new()))
-            .1
-            .push(rest);
+        match rest.remove(&key) {
+            Some(v) => by_value
+                .entry(v.to_string())
+                .or_insert_with(|| (v.clone(), Vec::new()))
+                .1
+                .push(rest),
+            None => without_key.push(rest),
+        }
     }
     let used: Vec<Value> = by_value.values().map(|(v, _)| v.clone()).collect();
     let Some(others) = other_values(&key_schema, &used) else {
@@ -53,14 +55,31 @@ pub(super) fn excluding(parameters: &Value, made: &[&Map<String, Value>]) -> Opt
     };
     let mut branches: Vec<Value> = Vec::new();
     for other in others {
-        branches.push(with_property(parameters, &key, other));
+        let mut b = with_property(parameters, &key, other);
+        add_required(&mut b, &key);
+        branches.push(b);
     }
     for (value, rests) in by_value.values() {
         let mut rests = rests.clone();
         rests.dedup();
         let [rest] = rests.as_slice() else { continue };
-        let base = with_property(parameters, &key, json!({"const": value}));
+        let mut base = with_property(parameters, &key, json!({"const": value}));
+        add_required(&mut base, &key);
         branches.extend(differing(&base, &key, rest));
+    }
+    // Without the key (where it may be left out): anything, unless a call was made so; after
+    // one such call, a rest that differs from that call's.
+    if !required.contains(&key) {
+        let mut absent = parameters.clone();
+        if let Some(p) = absent["properties"].as_object_mut() {
+            p.remove(&key);
+        }
+        without_key.dedup();
+        match without_key.as_slice() {
+            [] => branches.push(absent),
+            [rest] => branches.extend(differing(&absent, &key, rest)),
+            _ => {}
+        }
     }
     match branches.len() {
         0 => None,
@@ -485,6 +504,14 @@ mod tests {
         assert!(!g.accepts(r#"{"todos": ["a", "b", "c"]}"#).unwrap());
         assert!(g.accepts(r#"{"todos": ["a", "b"]}"#).unwrap());
         assert!(g.accepts(r#"{"todos": []}"#).unwrap());
+        // Only optional arguments, called without any: any call with one, not that one again.
+        let params = json!({"type": "object", "properties": {"path": {"type": "string"}, "repo": {"type": "string"}}});
+        let g = Grammar::JsonSchema(crate::llm::grammar::strict_json_schema(
+            &excluding(&params, &[&Map::new()]).unwrap(),
+        ));
+        assert!(!g.accepts("{}").unwrap());
+        assert!(g.accepts(r#"{"path": "src"}"#).unwrap());
+        assert!(g.accepts(r#"{"repo": "r"}"#).unwrap());
         // No arguments: once called, never again.
         let empty = json!({"type": "object", "properties": {}});
         assert!(excluding(&empty, &[&Map::new()]).is_none());

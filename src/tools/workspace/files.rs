@@ -107,7 +107,7 @@ impl Tool for ReadFile {
             );
         }
         let file = Locator::file(&slice.repo, &slice.path, Some(slice.start_line));
-        Ok(ToolOutput::new(out, &slice).with_items([file]))
+        Ok(ToolOutput::new(out, &slice).opening(file))
     }
 }
 

@@ -141,7 +141,7 @@ impl Tool for ShowCommit {
             }
         }
         let commit = Locator::commit(&s.repo, &s.hash);
-        Ok(ToolOutput::new(out, &c).with_items([commit]))
+        Ok(ToolOutput::new(out, &c).opening(commit))
     }
 }
 

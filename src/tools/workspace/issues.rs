@@ -191,7 +191,7 @@ fn issue_text(
         );
     }
     let item = Locator::issue_or_pr(&d.repo, d.number, d.is_pr);
-    Ok(ToolOutput::new(out, &d).with_items([item]))
+    Ok(ToolOutput::new(out, &d).opening(item))
 }
 
 /// Read an issue: its description and its comments.
