@@ -14,9 +14,13 @@ impl Grammar {
         let factory = offline_factory()?;
         let mut matcher = self.compile(factory)?;
         let tokens = factory.tok_env().tokenize_bytes(text.as_bytes());
-        let fail = |e: anyhow::Error| GrammarError::Constraint {
-            reason: e.to_string(),
-        };
+        // llguidance's errors, without naming its error type (anyhow, which only the CLI and
+        // the tests depend on).
+        fn fail(e: impl std::fmt::Display) -> GrammarError {
+            GrammarError::Constraint {
+                reason: e.to_string(),
+            }
+        }
         let consumed = matcher.try_consume_tokens(&tokens).map_err(fail)?;
         Ok(consumed == tokens.len() && matcher.is_accepting().map_err(fail)?)
     }
