@@ -28,16 +28,18 @@ const QUERY_CHARS: usize = 300;
 const RESULTS: usize = 5;
 
 impl Agent<'_> {
-    /// Searches the workspace with the task, as the run's first step, where the setting is
-    /// on and the run has the search tool.
+    /// Whether the run starts with Burrow's search: the setting is on and the run has the
+    /// search tool.
+    pub(super) fn searches_first(&self, state: &RunState) -> bool {
+        self.config.search_first && state.active.iter().any(|n| n == SEARCH)
+    }
+
+    /// Searches the workspace with the task, as the run's first step.
     pub(super) fn search_first(
         &self,
         state: &mut RunState,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
-        if !self.config.search_first || !state.active.iter().any(|n| n == SEARCH) {
-            return Ok(Next::Continue);
-        }
         let index = state.steps.len();
         on_event(AgentEvent::StepStarted { index });
         let action = Action {

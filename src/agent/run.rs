@@ -126,15 +126,6 @@ impl<'a> Agent<'a> {
             protocol: self.config.protocol.as_str().to_string(),
             model: model_name,
         });
-        match self.search_first(&mut state, on_event) {
-            Ok(Next::Continue) => {}
-            Ok(Next::End {
-                status,
-                answer,
-                error,
-            }) => return self.end(&mut state, status, answer, error, on_event),
-            Err(e) => return self.fail(&mut state, e, on_event),
-        }
         self.drive(state, cancel, on_event)
     }
 
@@ -194,7 +185,13 @@ impl<'a> Agent<'a> {
             if state.steps.len() >= self.config.max_steps {
                 return self.end(&mut state, RunStatus::MaxSteps, None, None, on_event);
             }
-            match self.step(&mut state, cancel, on_event) {
+            // A run's first step is Burrow's search with the task, where it searches first.
+            let next = if state.steps.is_empty() && self.searches_first(&state) {
+                self.search_first(&mut state, on_event)
+            } else {
+                self.step(&mut state, cancel, on_event)
+            };
+            match next {
                 Ok(Next::Continue) => {}
                 Ok(Next::End {
                     status,
