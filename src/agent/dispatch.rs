@@ -99,7 +99,9 @@ impl Agent<'_> {
         }
         match self.call_tool(state, action, on_event) {
             Ok((text, items, opened)) => {
-                let text = cap(&text, self.observation_chars());
+                let limit = self.observation_chars();
+                let limit = state.observation_cap.take().map_or(limit, |c| c.min(limit));
+                let text = cap(&text, limit);
                 let step = state.steps.len();
                 let shown = state
                     .calls

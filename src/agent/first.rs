@@ -10,6 +10,7 @@ use super::protocol::Action;
 use super::record::StepRecord;
 use super::run::{Agent, Next};
 use super::state::RunState;
+use crate::tools::Locator;
 
 /// The tool the first step calls.
 pub const SEARCH: &str = "search";
@@ -55,6 +56,100 @@ impl Agent<'_> {
         };
         self.call(state, record, vec![NEXT.to_string()], action, on_event)
     }
+
+    /// The call that opens the first search's best match, when the run is just past that
+    /// search, it showed something, and the run has the tool that opens it. A small model
+    /// shown only titles and snippets picks the wrong item more often than search's own first
+    /// place (issue 22); shown the leading item whole, it checks it against the task.
+    pub(super) fn opens_first(&self, state: &RunState) -> Option<Action> {
+        let [first] = state.steps.as_slice() else {
+            return None;
+        };
+        if !first.automatic || first.error.is_some() {
+            return None;
+        }
+        let action = open_call(first.items.first()?)?;
+        state
+            .active
+            .iter()
+            .any(|n| *n == action.tool)
+            .then_some(action)
+    }
+
+    /// Opens the first search's best match, as the run's second step.
+    pub(super) fn open_first(
+        &self,
+        state: &mut RunState,
+        action: Action,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<Next, AgentError> {
+        let index = state.steps.len();
+        on_event(AgentEvent::StepStarted { index });
+        let record = StepRecord {
+            index,
+            output: self.config.protocol.write_call(OPEN_THOUGHT, &action),
+            thought: OPEN_THOUGHT.to_string(),
+            automatic: true,
+            ..Default::default()
+        };
+        state.observation_cap = Some(OPENED_CHARS);
+        let next = self.call(state, record, Vec::new(), action, on_event);
+        state.observation_cap = None;
+        next
+    }
+}
+
+/// Characters of the best match Burrow opens: its head (an issue's title, state and opening
+/// text; a commit's message and files; the lines around a match), which is where it says
+/// whether it answers, at a third of the cost of a whole observation in prefill.
+const OPENED_CHARS: usize = 1200;
+
+const OPEN_THOUGHT: &str = "Then I open the best match to check it against the task.";
+
+/// Lines of a file the opening shows before the line search matched, and in all: the match
+/// with its context, not the file's licence header.
+const LINES_BEFORE: usize = 5;
+const LINES: usize = 40;
+
+/// The call that opens `item` with the tool made for its kind.
+fn open_call(item: &Locator) -> Option<Action> {
+    let mut args = Map::new();
+    let tool = match item {
+        Locator::Issue { number, repo } | Locator::PullRequest { number, repo } => {
+            args.insert("number".into(), json!(number));
+            if let Some(r) = repo {
+                args.insert("repo".into(), json!(r));
+            }
+            if matches!(item, Locator::Issue { .. }) {
+                "get_issue"
+            } else {
+                "get_pull_request"
+            }
+        }
+        Locator::File { path, line, repo } => {
+            args.insert("path".into(), json!(path));
+            if let Some(r) = repo {
+                args.insert("repo".into(), json!(r));
+            }
+            if let Some(l) = line {
+                let start = l.saturating_sub(LINES_BEFORE).max(1);
+                args.insert("start_line".into(), json!(start));
+                args.insert("end_line".into(), json!(start + LINES - 1));
+            }
+            "read_file"
+        }
+        Locator::Commit { hash, repo } => {
+            args.insert("hash".into(), json!(hash));
+            if let Some(r) = repo {
+                args.insert("repo".into(), json!(r));
+            }
+            "show_commit"
+        }
+    };
+    Some(Action {
+        tool: tool.to_string(),
+        args,
+    })
 }
 
 /// The search a task starts with: its words, and the kinds of item it asks for when it names

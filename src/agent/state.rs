@@ -11,6 +11,7 @@ use super::protocol::{Action, TodoChange};
 use super::record::StepRecord;
 use super::store::RunHandle;
 use super::todo::{TodoError, TodoList};
+use crate::tools::locator::{mentions, Mention};
 use crate::tools::Locator;
 
 /// How a refused final answer's error starts in its step's record.
@@ -34,6 +35,9 @@ pub(super) struct RunState {
     /// so it must not change for the KV cache to be reused. Tools the toolbelt adds later are
     /// described in the observation that adds them.
     pub system: Option<String>,
+    /// A shorter cap for the next observation than the model's own calls get: Burrow's
+    /// opening of the best match shows its head, every token of which is prefilled.
+    pub observation_cap: Option<usize>,
 }
 
 /// A call the run made, for the loop guard and for results it need not show twice.
@@ -59,6 +63,7 @@ impl RunState {
             failed: HashMap::new(),
             handle,
             system: None,
+            observation_cap: None,
         }
     }
 
@@ -92,6 +97,27 @@ impl RunState {
             }
         }
         seen
+    }
+
+    /// The items a tool may open: those the run saw, then those the task names (`#12`, a
+    /// commit hash, a path), which the user may ask about before any search shows them.
+    pub fn openable(&self) -> Vec<Locator> {
+        let mut items = self.seen();
+        for m in mentions(&self.task) {
+            let item = match m {
+                Mention::Number(number) => Locator::Issue { number, repo: None },
+                Mention::Hash(hash) => Locator::Commit { hash, repo: None },
+                Mention::Path(path) => Locator::File {
+                    path,
+                    line: None,
+                    repo: None,
+                },
+            };
+            if !items.contains(&item) {
+                items.push(item);
+            }
+        }
+        items
     }
 
     /// The calls the run's steps made, each once.

@@ -35,11 +35,13 @@ impl Agent<'_> {
         let allow_final = index + 1 >= self.config.min_steps;
         let cites: Vec<String> = state.seen().iter().map(Locator::cite).collect();
         let made = state.calls_made();
+        let openable = state.openable();
         let shape = StepShape {
             allow_final,
             todo_patch: self.config.protocol.has_plan_field(),
             cites: &cites,
             made: &made,
+            openable: &openable,
         };
         let request = self.step_request(prompt, &specs, shape)?;
         let started = Instant::now();

@@ -120,7 +120,7 @@ pub const COMMIT_CITE_DIGITS: usize = 10;
 /// An item named in free text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Mention {
-    /// `#12`: an issue or a pull request.
+    /// `#12` (or `issue 12`, `PR 12`): an issue or a pull request.
     Number(i64),
     /// Seven to forty hex digits with a digit and a letter among them: a commit.
     Hash(String),
@@ -137,9 +137,11 @@ impl Mention {
     }
 }
 
-/// What `mentions` finds: `#12` (not `&#12;`), a commit hash, a path.
+/// What `mentions` finds: `#12` (not `&#12;`) or `issue 12`, `PR 12`, `pull request 12`; a
+/// commit hash; a path.
 const MENTIONS: &str = r"(?x)
     (?:^|[^\w&/])\#(?P<num>[0-9]{1,9})\b
+    | \b(?i:issue|pr|pull\s+request)\s+\#?(?P<named>[0-9]{1,9})\b
     | \b(?P<hash>[0-9a-fA-F]{7,40})\b
     | (?P<path>(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}
         | [\w-]+\.(?:rs|md|toml|json|ya?ml|txt|cpp|cc|h|hpp|c|py|ts|js|sh|ui|qrc|in|ac|am))\b";
@@ -158,7 +160,7 @@ pub fn mentions(text: &str) -> Vec<Mention> {
     };
     let mut out: Vec<Mention> = Vec::new();
     for c in re.captures_iter(text) {
-        let m = if let Some(n) = c.name("num") {
+        let m = if let Some(n) = c.name("num").or_else(|| c.name("named")) {
             n.as_str().parse().ok().map(Mention::Number)
         } else if let Some(h) = c.name("hash") {
             let h = h.as_str();
@@ -208,5 +210,10 @@ mod tests {
         assert!(i.is_named_by(&m[1]));
         assert!(f.is_named_by(&m[2]) && f.is_named_by(&m[3]));
         assert!(!f.is_named_by(&m[4]) && !i.is_named_by(&Mention::Number(80)));
+        // Numbers named in words, as a user asks about them.
+        assert_eq!(
+            mentions("What did Issue 431 ask, and did pull request #77 or PR 5 fix it in 2021?"),
+            [431, 77, 5].map(Mention::Number)
+        );
     }
 }

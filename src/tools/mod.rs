@@ -107,8 +107,47 @@ pub trait Tool: Send + Sync + 'static {
     /// The arguments. Its doc comment is the tool's description; its fields' doc comments
     /// describe the parameters.
     type Input: JsonSchema + DeserializeOwned;
+    /// The argument that names the one item the tool opens, where it opens one: the step
+    /// grammar holds it to the items the run has seen (or the task names), so a model cannot
+    /// open an issue number or a path it invented.
+    const OPENS: Option<Opens> = None;
 
     fn run(&self, input: Self::Input) -> Result<ToolOutput, ToolError>;
+}
+
+/// A tool's argument that names an item to open, and which items it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opens {
+    pub argument: &'static str,
+    pub items: OpensItems,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpensItems {
+    /// Issues and pull requests, by number (they share numbers: one links the other).
+    Numbered,
+    /// Files, by path.
+    File,
+    /// Commits, by hash (cut as citations cut it).
+    Commit,
+}
+
+impl Opens {
+    /// The argument's value that opens `item`, when it is an item of this kind.
+    pub fn value(&self, item: &Locator) -> Option<serde_json::Value> {
+        match (self.items, item) {
+            (OpensItems::Numbered, Locator::Issue { number, .. })
+            | (OpensItems::Numbered, Locator::PullRequest { number, .. }) => {
+                Some(serde_json::json!(number))
+            }
+            (OpensItems::File, Locator::File { path, .. }) => Some(serde_json::json!(path)),
+            (OpensItems::Commit, Locator::Commit { hash, .. }) => Some(serde_json::json!(hash
+                .chars()
+                .take(locator::COMMIT_CITE_DIGITS)
+                .collect::<String>())),
+            _ => None,
+        }
+    }
 }
 
 /// A tool as the model sees it.
@@ -118,6 +157,9 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the arguments (an object).
     pub parameters: serde_json::Value,
+    /// The argument that opens an item (see `Tool::OPENS`); the model is not told.
+    #[serde(skip)]
+    pub opens: Option<Opens>,
 }
 
 impl ToolSpec {
@@ -163,6 +205,7 @@ pub fn spec_for<T: JsonSchema>(name: &str) -> ToolSpec {
         name: name.to_string(),
         description,
         parameters: value,
+        opens: None,
     }
 }
 
@@ -255,7 +298,10 @@ impl ToolRegistry {
         if self.get(T::NAME).is_some() {
             return Err(RegistryError::Duplicate(T::NAME.to_string()));
         }
-        let spec = spec_for::<T::Input>(T::NAME);
+        let spec = ToolSpec {
+            opens: T::OPENS,
+            ..spec_for::<T::Input>(T::NAME)
+        };
         Grammar::JsonSchema(spec.parameters.clone())
             .validate()
             .map_err(|source| RegistryError::Ungrammatical {

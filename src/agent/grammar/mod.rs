@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::protocol::{Action, Protocol};
 use crate::llm::grammar::{Grammar, GrammarError};
-use crate::tools::ToolSpec;
+use crate::tools::{Locator, ToolSpec};
 use json_schema::{json_action, json_finish, json_typed};
 use lark::{text, tool_calls};
 
@@ -33,6 +33,8 @@ pub struct StepShape<'a> {
     pub cites: &'a [String],
     /// The calls the run made: the step cannot make one of them again.
     pub made: &'a [Action],
+    /// The items a tool that opens one may open: those the run saw and those the task names.
+    pub openable: &'a [Locator],
 }
 
 /// The grammar of one step. For `tool-calls` the final answer is the `final_answer` tool, so
@@ -42,7 +44,7 @@ pub fn step_grammar(
     tools: &[ToolSpec],
     shape: StepShape<'_>,
 ) -> Result<Grammar, GrammarError> {
-    let tools = &without_calls_made(tools, shape.made);
+    let tools = &without_calls_made(&opening_only(tools, shape.openable), shape.made);
     // A protocol that answers with a tool has its final form among `tools`.
     let final_form = shape.allow_final && !protocol.answers_with_tool();
     if tools.is_empty() && !final_form {
@@ -98,6 +100,36 @@ fn without_calls_made(tools: &[ToolSpec], made: &[Action]) -> Vec<ToolSpec> {
             })
         })
         .collect()
+}
+
+/// The tools with the argument that opens an item held to the items that may be opened; a
+/// tool with none to open is left out, unless it is the only tool (the step would be nothing).
+fn opening_only(tools: &[ToolSpec], openable: &[Locator]) -> Vec<ToolSpec> {
+    let held: Vec<ToolSpec> = tools
+        .iter()
+        .filter_map(|t| {
+            let Some(opens) = t.opens else {
+                return Some(t.clone());
+            };
+            let mut values: Vec<Value> = Vec::new();
+            for v in openable.iter().filter_map(|item| opens.value(item)) {
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            if values.is_empty() {
+                return None;
+            }
+            let mut t = t.clone();
+            t.parameters["properties"][opens.argument] = json!({ "enum": values });
+            Some(t)
+        })
+        .collect();
+    if held.is_empty() {
+        tools.to_vec()
+    } else {
+        held
+    }
 }
 
 /// Citations a final answer may list.

@@ -265,6 +265,7 @@ fn a_step_cites_only_what_was_seen_and_repeats_no_call() {
         todo_patch: false,
         cites: &cites,
         made: &made,
+        ..Default::default()
     };
     let cases: [(Protocol, &str, &str, &str); 5] = [
         (
@@ -352,4 +353,74 @@ fn a_step_cites_only_what_was_seen_and_repeats_no_call() {
     assert!(!g
         .accepts(r#"{"thought": "none", "citations": ["o/r#7"], "answer": "x"}"#)
         .unwrap());
+}
+
+/// Opens an issue.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct OpenIssueInput {
+    /// The number.
+    number: i64,
+    repo: Option<String>,
+}
+
+/// Issue 22: Qwen2.5-Coder-0.5B opened "#1234567890", a number it invented. A tool that opens
+/// an item takes only the items the run saw or the task named; with none, it is not offered;
+/// one already opened cannot be opened again.
+#[test]
+fn a_tool_opens_only_items_the_run_saw() {
+    let open = ToolSpec {
+        opens: Some(crate::tools::Opens {
+            argument: "number",
+            items: crate::tools::OpensItems::Numbered,
+        }),
+        ..spec_for::<OpenIssueInput>("get_issue")
+    };
+    let tools = vec![spec_for::<CalculateInput>("calculate"), open];
+    let seen = [
+        Locator::issue_or_pr("o/r", 7, false),
+        Locator::issue_or_pr("o/r", 9, true),
+        Locator::file("r", "src/a.rs", Some(3)),
+    ];
+    let call = |n: i64| {
+        format!(
+            r#"{{"thought": "look", "action": {{"name": "get_issue", "arguments": {{"number": {n}}}}}}}"#
+        )
+    };
+    let shape = StepShape {
+        allow_final: true,
+        openable: &seen,
+        ..Default::default()
+    };
+    let g = step_grammar(Protocol::JsonAction, &tools, shape).unwrap();
+    assert!(g.accepts(&call(7)).unwrap() && g.accepts(&call(9)).unwrap());
+    assert!(!g.accepts(&call(8)).unwrap());
+    assert!(!g.accepts(&call(1234567890)).unwrap());
+    // The model reads the tool as it is: only the grammar knows the numbers.
+    let text = match step_grammar(Protocol::ToolCalls, &tools, shape).unwrap() {
+        Grammar::Lark(g) => g,
+        other => panic!("{other:?}"),
+    };
+    assert!(text.contains("get_issue"));
+    // Nothing seen: the tool is not offered; the others are.
+    let nothing = StepShape {
+        openable: &[],
+        ..shape
+    };
+    let g = step_grammar(Protocol::JsonAction, &tools, nothing).unwrap();
+    assert!(!g.accepts(&call(7)).unwrap());
+    assert!(g
+        .accepts(r#"{"thought": "sum", "action": {"name": "calculate", "arguments": {"expression": "1+1"}}}"#)
+        .unwrap());
+    // Opened once: the other number is left.
+    let made = [crate::agent::protocol::Action {
+        tool: "get_issue".into(),
+        args: json!({"number": 7}).as_object().unwrap().clone(),
+    }];
+    let after = StepShape {
+        made: &made,
+        ..shape
+    };
+    let g = step_grammar(Protocol::JsonAction, &tools, after).unwrap();
+    assert!(!g.accepts(&call(7)).unwrap() && g.accepts(&call(9)).unwrap());
 }

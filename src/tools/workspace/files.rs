@@ -7,7 +7,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tools::{Locator, Tool, ToolError, ToolOutput};
+use crate::tools::{Locator, Opens, OpensItems, Tool, ToolError, ToolOutput};
 use crate::workspace::Workspace;
 
 /// Lines `read_file` returns at most, and bytes.
@@ -77,6 +77,10 @@ pub struct ReadFile(pub Arc<Workspace>);
 impl Tool for ReadFile {
     const NAME: &'static str = "read_file";
     type Input = ReadFileInput;
+    const OPENS: Option<Opens> = Some(Opens {
+        argument: "path",
+        items: OpensItems::File,
+    });
 
     fn run(&self, i: ReadFileInput) -> Result<ToolOutput, ToolError> {
         let slice = self.0.read_file(
@@ -151,6 +155,15 @@ impl Tool for ListDirectory {
                 let _ = writeln!(out, "  {}  ({} lines)", e.name, e.size);
             }
         }
-        Ok(ToolOutput::new(out, &entries))
+        // The files listed are items the run has seen: the model may open them.
+        let files = entries.iter().filter(|e| !e.is_dir).map(|e| {
+            let path = if dir.is_empty() {
+                e.name.clone()
+            } else {
+                format!("{dir}/{}", e.name)
+            };
+            Locator::file(&repo.name, &path, None)
+        });
+        Ok(ToolOutput::new(out, &entries).with_items(files))
     }
 }

@@ -36,8 +36,10 @@ pub(super) fn limit(l: Option<usize>, default: usize) -> usize {
     l.unwrap_or(default).clamp(1, 50)
 }
 
-/// Search results as the model reads them.
-fn hits_text(what: &str, hits: &[SearchHit], next: Option<usize>) -> String {
+/// Search results as the model reads them. Nothing invites paging: small models paged one
+/// query to its end instead of searching with other words (Qwen2.5-Coder-1.5B spent whole
+/// runs so); `offset` stays among the tools' parameters.
+fn hits_text(what: &str, hits: &[SearchHit]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -77,9 +79,6 @@ fn hits_text(what: &str, hits: &[SearchHit], next: Option<usize>) -> String {
         for line in h.snippet.lines().take(3) {
             let _ = writeln!(out, "   {line}");
         }
-    }
-    if let Some(n) = next {
-        let _ = writeln!(out, "More results: repeat with offset {n}.");
     }
     out
 }
@@ -123,7 +122,7 @@ pub(super) fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, T
     let mut text = if page.hits.is_empty() {
         no_hits(&what)
     } else {
-        hits_text(&what, &page.hits, page.next_offset)
+        hits_text(&what, &page.hits)
     };
     if let Some(note) = &page.note {
         let _ = writeln!(text, "Note: {note}.");

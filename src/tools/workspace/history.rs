@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{date, limit, parse_date, run_search};
-use crate::tools::{Locator, Tool, ToolError, ToolOutput};
+use crate::tools::{Locator, Opens, OpensItems, Tool, ToolError, ToolOutput};
 use crate::workspace::{Kind, SearchQuery, Workspace};
 
 /// A commit's diff shown at most.
@@ -112,6 +112,10 @@ pub struct ShowCommit(pub Arc<Workspace>);
 impl Tool for ShowCommit {
     const NAME: &'static str = "show_commit";
     type Input = ShowCommitInput;
+    const OPENS: Option<Opens> = Some(Opens {
+        argument: "hash",
+        items: OpensItems::Commit,
+    });
 
     fn run(&self, i: ShowCommitInput) -> Result<ToolOutput, ToolError> {
         let c = self

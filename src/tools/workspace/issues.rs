@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{clip, date, limit, run_search};
-use crate::tools::{Locator, Tool, ToolError, ToolOutput};
+use crate::tools::{Locator, Opens, OpensItems, Tool, ToolError, ToolOutput};
 use crate::workspace::{Kind, SearchQuery, Workspace};
 
 /// Comments shown with an issue at most.
@@ -208,6 +208,10 @@ pub struct GetIssue(pub Arc<Workspace>);
 impl Tool for GetIssue {
     const NAME: &'static str = "get_issue";
     type Input = GetIssueInput;
+    const OPENS: Option<Opens> = Some(Opens {
+        argument: "number",
+        items: OpensItems::Numbered,
+    });
 
     fn run(&self, i: GetIssueInput) -> Result<ToolOutput, ToolError> {
         issue_text(&self.0, i.repo.as_deref(), i.number, false)
@@ -228,6 +232,10 @@ pub struct GetPullRequest(pub Arc<Workspace>);
 impl Tool for GetPullRequest {
     const NAME: &'static str = "get_pull_request";
     type Input = GetPullRequestInput;
+    const OPENS: Option<Opens> = Some(Opens {
+        argument: "number",
+        items: OpensItems::Numbered,
+    });
 
     fn run(&self, i: GetPullRequestInput) -> Result<ToolOutput, ToolError> {
         issue_text(&self.0, i.repo.as_deref(), i.number, true)
