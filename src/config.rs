@@ -50,6 +50,11 @@ impl BurrowHome {
         &self.0
     }
 
+    /// Where the agent keeps the KV state of its system prompt between processes.
+    pub fn warm_start_dir(&self) -> PathBuf {
+        self.0.join("cache").join("kv")
+    }
+
     pub fn models_dir(&self) -> PathBuf {
         self.0.join("models")
     }

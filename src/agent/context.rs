@@ -43,19 +43,52 @@ pub(super) fn template_shows_tools(model: &dyn LanguageModel) -> bool {
 impl Agent<'_> {
     /// The messages of the next prompt: system, task, the summary of folded steps (if any),
     /// then each kept turn.
+    /// The system message, rendered once a run and then kept (see `RunState::system`).
+    fn system(&self, state: &mut RunState, specs: &[ToolSpec]) -> Result<String, AgentError> {
+        if let Some(s) = &state.system {
+            return Ok(s.clone());
+        }
+        let s = self.prompt.system(&self.vars(specs))?;
+        state.system = Some(s.clone());
+        Ok(s)
+    }
+
+    /// Before the run's first model step: the system prompt's KV state from the warm-start
+    /// folder, or evaluated and left there. A failure only costs the time it saves, so it is
+    /// logged, not returned.
+    pub(super) fn warm_start(
+        &self,
+        state: &mut RunState,
+        specs: &[ToolSpec],
+    ) -> Result<(), AgentError> {
+        let Some(dir) = &self.warm_dir else {
+            return Ok(());
+        };
+        if state.system.is_some() {
+            return Ok(());
+        }
+        let system = self.system(state, specs)?;
+        let tools = self
+            .native_tools
+            .then(|| specs.iter().map(ToolSpec::to_chat_tool).collect());
+        let prompt = Prompt::Chat {
+            messages: vec![ChatMessage::system(system)],
+            tools,
+            untrusted: Vec::new(),
+        };
+        match self.model.warm_start(prompt, dir) {
+            Ok(w) => tracing::info!("warm start: {w:?}"),
+            Err(e) => tracing::warn!("warm start in {}: {e}", dir.display()),
+        }
+        Ok(())
+    }
+
     pub(super) fn build_messages(
         &self,
         state: &mut RunState,
         specs: &[ToolSpec],
     ) -> Result<Prompt, AgentError> {
-        let system = match &state.system {
-            Some(s) => s.clone(),
-            None => {
-                let s = self.prompt.system(&self.vars(specs))?;
-                state.system = Some(s.clone());
-                s
-            }
-        };
+        let system = self.system(state, specs)?;
         let mut msgs = messages(&system, &state.task, &state.turns, self.native_tools);
         if let Some(summary) = &state.summary {
             let at_task_end = 2;

@@ -69,11 +69,7 @@ impl Agent<'_> {
             return None;
         }
         let action = open_call(first.items.first()?)?;
-        state
-            .active
-            .iter()
-            .any(|n| *n == action.tool)
-            .then_some(action)
+        state.active.contains(&action.tool).then_some(action)
     }
 
     /// Opens the first search's best match, as the run's second step.

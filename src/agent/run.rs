@@ -5,6 +5,7 @@
 //! bad tool call, a refused final answer) go back to it as observations; Burrow's own failures
 //! (the engine, the database, a template) end the run with status `error`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::config::{AgentConfig, Clock, SystemClock};
@@ -32,6 +33,9 @@ pub struct Agent<'a> {
     pub(super) store: Option<&'a dyn RunStore>,
     /// `tool-calls` goes through the model's chat template (see `PromptVars::native_tools`).
     pub(super) native_tools: bool,
+    /// Where the KV state of the system prompt is kept between processes (see
+    /// `with_warm_start`).
+    pub(super) warm_dir: Option<PathBuf>,
 }
 
 /// What one step decided.
@@ -70,6 +74,7 @@ impl<'a> Agent<'a> {
             clock: Arc::new(SystemClock),
             store: None,
             native_tools,
+            warm_dir: None,
         })
     }
 
@@ -85,6 +90,13 @@ impl<'a> Agent<'a> {
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Keeps the KV state of the system prompt (persona, tools, format) in `dir`, keyed by
+    /// model and prompt: a new process's first step then evaluates only what follows it.
+    pub fn with_warm_start(mut self, dir: PathBuf) -> Self {
+        self.warm_dir = Some(dir);
         self
     }
 

@@ -25,6 +25,7 @@ impl Agent<'_> {
         let index = state.steps.len();
         on_event(AgentEvent::StepStarted { index });
         let specs = self.visible_specs(state);
+        self.warm_start(state, &specs)?;
         let prompt = self.step_prompt(state, &specs, cancel, on_event)?;
         if let Some(reason) = self
             .hooks

@@ -598,6 +598,7 @@ impl App {
     ) -> Result<Agent<'a>, AppError> {
         Ok(Agent::new(model, &self.tools, config)?
             .with_store(&*self.workspace)
+            .with_warm_start(self.home.warm_start_dir())
             .with_hook(Arc::new(TracingHook)))
     }
 

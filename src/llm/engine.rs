@@ -2,7 +2,7 @@
 //! sampling, grammar, stop strings, a token budget) and yields a stream of events: token text,
 //! then usage and timings, then done or an error.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -206,6 +206,23 @@ pub enum Prompt {
         tools: Option<Vec<serde_json::Value>>,
         untrusted: Vec<usize>,
     },
+}
+
+/// What `LanguageModel::warm_start` did with the prefix.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WarmStart {
+    /// The engine keeps no state on disk.
+    Unsupported,
+    /// The KV cache already held the prefix (the model stayed loaded between runs).
+    InMemory { tokens: usize },
+    /// Read from the file an earlier process left.
+    Loaded { tokens: usize, ms: f64 },
+    /// Evaluated, and left for the next process.
+    Saved { tokens: usize, ms: f64 },
+    /// Evaluated, but the file could not be written: the run goes on, the next process
+    /// evaluates the prefix again.
+    NotSaved { tokens: usize, reason: String },
 }
 
 /// A prompt rendered once for a model, with its size: what `LanguageModel::prepare` returns.
@@ -483,6 +500,16 @@ pub trait LanguageModel: Send + Sync {
         messages: &[ChatMessage],
         tools: Option<&[serde_json::Value]>,
     ) -> Result<String, LlmError>;
+
+    /// Brings the KV state of `prompt`, a prefix that new runs share (the agent's system
+    /// prompt), from `dir`, where an earlier process left it for this model and these tokens;
+    /// or evaluates it and leaves it there. What the next request shares with it is then not
+    /// evaluated again: a new process's first step costs only what follows the prefix. An
+    /// engine without state files does nothing.
+    fn warm_start(&self, prompt: Prompt, dir: &Path) -> Result<WarmStart, LlmError> {
+        let _ = (prompt, dir);
+        Ok(WarmStart::Unsupported)
+    }
 
     /// Renders `prompt` once for this model and counts it, so that a caller budgeting the
     /// context sends the very prompt it counted and the engine does not render it again. This

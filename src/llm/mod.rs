@@ -19,6 +19,7 @@ pub mod tokens;
 pub use engine::{
     CancelToken, Completion, GenerateRequest, Generation, GenerationEvent, LanguageModel, LlmError,
     ModelDescriptor, PreparedPrompt, Prompt, PromptSegment, SamplingParams, StopReason, Usage,
+    WarmStart,
 };
 pub use grammar::Grammar;
 pub use llama::{LlamaEngine, LoadEvent, LoadOptions, LoadState, LoadedModel};

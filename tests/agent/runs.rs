@@ -176,10 +176,20 @@ fn the_agent_benchmark_accounts_for_each_step() {
     let parts = report.model_ms + report.tool_ms + report.setup_ms + report.loop_ms;
     assert!((parts - report.wall_ms).abs() < 1e-6, "{report:?}");
     let text = report.to_string();
-    assert!(text.contains("KV reuse from step 2"), "{text}");
+    assert!(
+        text.contains("KV reuse from the second model step"),
+        "{text}"
+    );
     assert!(
         text.contains("of the previous step's prompt and output"),
         "{text}"
     );
     assert!(text.contains("everything but model and tools"), "{text}");
+    // Issue 22: a new run's first token beside its second step's, each from its step's start.
+    assert!(report.steps.iter().all(|s| s.first_token_ms.is_some()));
+    assert!(report.first_token_first_over_second().is_some());
+    assert!(
+        text.contains("a new run's first model step / its second"),
+        "{text}"
+    );
 }

@@ -2,7 +2,7 @@
 //! the cache, and a reply replayed in the next prompt.
 
 use burrow::llm::grammar::Grammar;
-use burrow::llm::{ChatMessage, GenerateRequest, LanguageModel, Prompt, SamplingParams};
+use burrow::llm::{ChatMessage, GenerateRequest, LanguageModel, Prompt, SamplingParams, WarmStart};
 
 use crate::common;
 
@@ -232,4 +232,100 @@ fn a_reply_replayed_in_the_next_prompt_stays_in_the_cache() {
         .complete()
         .unwrap();
     assert_eq!(fresh.usage.cached_tokens, 0);
+}
+
+/// Issue 22: a new process's first step evaluates only what follows the system prompt. The
+/// first load evaluates the prefix and leaves its state on disk; a second load of the model (a
+/// new process, as `burrow ask` is) reads it, and its first request finds the prefix cached and
+/// answers as a cold request does. A state file that does not load is replaced, not trusted.
+#[test]
+fn a_new_load_starts_warm_from_the_state_left_on_disk() {
+    let _g = common::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let states = dir.path().join("kv");
+    let engine = burrow::llm::LlamaEngine::new().unwrap();
+    let load = || {
+        engine
+            .load_blocking(
+                &common::smollm2(),
+                &burrow::llm::LoadOptions {
+                    context_size: Some(1024),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+    };
+    let system = ChatMessage::system(
+        "You are Burrow, an agent over the user's repositories. Answer in one short sentence.",
+    );
+    let prefix = Prompt::chat(vec![system.clone()]);
+    let task = Prompt::chat(vec![system, ChatMessage::user("What is a compiler?")]);
+    let ask = |model: &burrow::llm::LoadedModel| {
+        model
+            .generate(
+                GenerateRequest::new(task.clone())
+                    .sampling(SamplingParams::greedy())
+                    .max_tokens(12),
+            )
+            .unwrap()
+            .complete()
+            .unwrap()
+    };
+
+    let first = load();
+    let cold = ask(&first);
+    assert_eq!(cold.usage.cached_tokens, 0);
+    first.clear_cache().unwrap();
+    let saved = first.warm_start(prefix.clone(), &states).unwrap();
+    let WarmStart::Saved { tokens, .. } = saved else {
+        panic!("{saved:?}")
+    };
+    // Warm again in the same process: the cache already holds it.
+    assert_eq!(
+        first.warm_start(prefix.clone(), &states).unwrap(),
+        WarmStart::InMemory { tokens }
+    );
+    let warm_here = ask(&first);
+    first.shutdown();
+    let files: Vec<_> = std::fs::read_dir(&states).unwrap().collect();
+    assert_eq!(files.len(), 1, "one state file, no temporary one left");
+
+    let second = load();
+    assert_eq!(second.cached_tokens().unwrap(), 0);
+    let loaded = second.warm_start(prefix.clone(), &states).unwrap();
+    assert!(
+        matches!(loaded, WarmStart::Loaded { tokens: t, .. } if t == tokens),
+        "{loaded:?}"
+    );
+    let warm = ask(&second);
+    // The prefix's tokens, up to where the task's turn starts (the prefix alone ends with the
+    // assistant's header, the task's prompt with the user's).
+    assert!(
+        warm.usage.cached_tokens + 4 >= tokens && warm.usage.cached_tokens < tokens,
+        "{} cached of a {tokens}-token prefix",
+        warm.usage.cached_tokens
+    );
+    // As the process that evaluated the prefix answers (the same batches; a cold request
+    // evaluates in other batches, whose arithmetic may differ in the last bits).
+    assert_eq!(
+        warm.text, warm_here.text,
+        "the state read back is the state written"
+    );
+    assert_eq!(warm.usage.cached_tokens, warm_here.usage.cached_tokens);
+    assert!(!cold.text.is_empty());
+    second.shutdown();
+
+    // A file that is not a state: evaluated again and written anew.
+    let file = std::fs::read_dir(&states)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(&file, b"not a llama.cpp state").unwrap();
+    let third = load();
+    let again = third.warm_start(prefix, &states).unwrap();
+    assert!(matches!(again, WarmStart::Saved { .. }), "{again:?}");
+    assert!(std::fs::metadata(&file).unwrap().len() > 1000);
+    third.shutdown();
 }

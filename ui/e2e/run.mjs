@@ -12,15 +12,18 @@
 // Environment: BURROW_APP (the app binary), BURROW_MODEL (a GGUF), TAURI_DRIVER (the driver).
 
 import { execFileSync } from "node:child_process";
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { openSession, sleep, startDriver } from "./webdriver.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const OUT = join(ROOT, "ui/test-results/e2e");
 const APP = process.env.BURROW_APP ?? join(ROOT, "target/debug/burrow-app");
 const MODEL = process.env.BURROW_MODEL ?? join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf");
+// The default model: another real model (another architecture, tokenizer and chat template) to
+// switch to. The runs below use SmolLM2, four times faster.
+const QWEN = process.env.BURROW_MODEL_2 ?? join(ROOT, "models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
 
 const log = (...a) => console.error("[e2e]", ...a);
 
@@ -33,6 +36,13 @@ mkdirSync(models, { recursive: true });
 // A second model to switch to: the same weights under another file name (a hard link, no copy).
 const MODEL_B = join(models, "smollm2-copy.gguf");
 linkSync(MODEL, MODEL_B);
+const MODEL_Q = join(models, basename(QWEN));
+try {
+  linkSync(QWEN, MODEL_Q);
+} catch (e) {
+  if (e.code !== "EXDEV") throw e;
+  symlinkSync(QWEN, MODEL_Q);
+}
 writeFileSync(join(models, "broken.gguf"), "GGUF not really a model");
 // A model from the future: a readable GGUF whose architecture this llama.cpp does not know (the
 // real weights with general.architecture renamed). It is listed, and loading it fails.
@@ -201,6 +211,15 @@ try {
     await tab("models");
     await until("the models list", `return document.querySelectorAll('tr[data-path]').length >= 2;`);
     await loadFromList(MODEL);
+    // Two real models: SmolLM2, then Qwen2.5-Coder (the default), then SmolLM2 again under its
+    // second name, which the rest of the test runs.
+    await click(`tr[data-path="${MODEL_Q}"] button.load`);
+    const qwen = await until(
+      "the switch to Qwen",
+      `const c = document.querySelector('.current-model'); return c && c.textContent.includes(${JSON.stringify(MODEL_Q)}) ? c.textContent : null;`,
+    );
+    // Its own facts, not SmolLM2's: another quantization.
+    if (!/Q4_K_M/.test(qwen)) throw new Error(`the model in use shows another model's facts: ${qwen}`);
     await click(`tr[data-path="${MODEL_B}"] button.load`);
     const current = await until(
       "the switch",

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use super::protocol::{Action, Protocol};
 use crate::llm::grammar::{Grammar, GrammarError};
-use crate::tools::{Locator, ToolSpec};
+use crate::tools::{Locator, OpensItems, ToolSpec};
 use json_schema::{json_action, json_finish, json_typed};
 use lark::{text, tool_calls};
 
@@ -44,7 +44,7 @@ pub fn step_grammar(
     tools: &[ToolSpec],
     shape: StepShape<'_>,
 ) -> Result<Grammar, GrammarError> {
-    let tools = &without_calls_made(&opening_only(tools, shape.openable), shape.made);
+    let tools = &without_calls_made(&opening_only(tools, shape.openable, shape.made), shape.made);
     // A protocol that answers with a tool has its final form among `tools`.
     let final_form = shape.allow_final && !protocol.answers_with_tool();
     if tools.is_empty() && !final_form {
@@ -104,16 +104,23 @@ fn without_calls_made(tools: &[ToolSpec], made: &[Action]) -> Vec<ToolSpec> {
 
 /// The tools with the argument that opens an item held to the items that may be opened; a
 /// tool with none to open is left out, unless it is the only tool (the step would be nothing).
-fn opening_only(tools: &[ToolSpec], openable: &[Locator]) -> Vec<ToolSpec> {
+/// An issue, a pull request or a commit opened once is not offered again, whatever else the
+/// call says (its repository named or not: the same item); a file is, to read on in it.
+fn opening_only(tools: &[ToolSpec], openable: &[Locator], made: &[Action]) -> Vec<ToolSpec> {
     let held: Vec<ToolSpec> = tools
         .iter()
         .filter_map(|t| {
             let Some(opens) = t.opens else {
                 return Some(t.clone());
             };
+            let opened: Vec<&Value> = made
+                .iter()
+                .filter(|a| a.tool == t.name && opens.items != OpensItems::File)
+                .filter_map(|a| a.args.get(opens.argument))
+                .collect();
             let mut values: Vec<Value> = Vec::new();
             for v in openable.iter().filter_map(|item| opens.value(item)) {
-                if !values.contains(&v) {
+                if !values.contains(&v) && !opened.iter().any(|o| opened_is(o, &v)) {
                     values.push(v);
                 }
             }
@@ -129,6 +136,17 @@ fn opening_only(tools: &[ToolSpec], openable: &[Locator]) -> Vec<ToolSpec> {
         tools.to_vec()
     } else {
         held
+    }
+}
+
+/// Whether a call's argument `opened` named the item `value` offers: the same number, or
+/// a hash one of which starts with the other (calls may give a hash whole or cut).
+fn opened_is(opened: &Value, value: &Value) -> bool {
+    match (opened.as_str(), value.as_str()) {
+        (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => {
+            a.starts_with(b) || b.starts_with(a)
+        }
+        _ => opened == value,
     }
 }
 

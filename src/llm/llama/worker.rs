@@ -1,5 +1,6 @@
 //! The model's thread: the KV cache, the decode loop, and sampling.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use llama_cpp_2::token::LlamaToken;
 use super::lock;
 use super::prefill::PrefillCost;
 use crate::llm::engine::{
-    GenerationEvent, GenerationSink, LlmError, PromptSegment, StopReason, Usage,
+    GenerationEvent, GenerationSink, LlmError, PromptSegment, StopReason, Usage, WarmStart,
 };
 use crate::llm::grammar::GrammarError;
 use crate::llm::stream::{StopMatcher, Utf8Stream};
@@ -31,6 +32,13 @@ pub(super) enum Command {
     Generate(Job),
     ClearCache(std_mpsc::Sender<()>),
     CachedTokens(std_mpsc::Sender<usize>),
+    /// Bring the KV state of a prefix from its file, or evaluate it and write the file (see
+    /// `LanguageModel::warm_start`).
+    Warm {
+        tokens: Vec<LlamaToken>,
+        file: PathBuf,
+        reply: std_mpsc::Sender<Result<WarmStart, LlmError>>,
+    },
 }
 
 /// What the KV cache holds after a generation, as the handle needs it to tokenize the next
@@ -111,6 +119,14 @@ impl<'m> Worker<'m> {
                 }
                 Command::CachedTokens(reply) => {
                     let _ = reply.send(self.cached.len());
+                    continue;
+                }
+                Command::Warm {
+                    tokens,
+                    file,
+                    reply,
+                } => {
+                    let _ = reply.send(self.warm(tokens, &file));
                     continue;
                 }
             };
@@ -210,33 +226,13 @@ impl<'m> Worker<'m> {
         usage.cached_tokens = common;
 
         let prefill_start = Instant::now();
-        let last = tokens.len() - 1;
-        let mut pos = common;
-        while pos < tokens.len() {
-            if sink.is_cancelled() {
-                usage.prefill_ms = ms(prefill_start);
-                return (usage, Ok(StopReason::Cancelled));
-            }
-            let end = (pos + self.n_batch).min(tokens.len());
-            self.batch.clear();
-            for (i, &tok) in tokens[pos..end].iter().enumerate() {
-                let p = pos + i;
-                if let Err(e) = self.batch.add(tok, p as i32, &[0], p == last) {
-                    return (
-                        usage,
-                        Err(LlmError::Decode {
-                            reason: e.to_string(),
-                        }),
-                    );
-                }
-            }
-            if let Err(e) = self.decode_batch() {
-                return (usage, Err(e));
-            }
-            self.cached.extend_from_slice(&tokens[pos..end]);
-            pos = end;
-        }
+        let evaluated = self.evaluate(&tokens, true, &|| sink.is_cancelled());
         usage.prefill_ms = ms(prefill_start);
+        match evaluated {
+            Ok(true) => {}
+            Ok(false) => return (usage, Ok(StopReason::Cancelled)),
+            Err(e) => return (usage, Err(e)),
+        }
         // The row of the last prompt token, the only one decoded with logits.
         let mut logits_row = self.batch.n_tokens() - 1;
 
@@ -319,6 +315,109 @@ impl<'m> Worker<'m> {
             }
         }
         (usage, Ok(reason))
+    }
+
+    /// Evaluates what of `tokens` the cache lacks past what it holds (`cached` is a prefix of
+    /// them), in batches, with the last token's logits when `logits`. `false` when cancelled
+    /// between batches.
+    fn evaluate(
+        &mut self,
+        tokens: &[LlamaToken],
+        logits: bool,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<bool, LlmError> {
+        let last = tokens.len().saturating_sub(1);
+        let mut pos = self.cached.len();
+        while pos < tokens.len() {
+            if cancelled() {
+                return Ok(false);
+            }
+            let end = (pos + self.n_batch).min(tokens.len());
+            self.batch.clear();
+            for (i, &tok) in tokens[pos..end].iter().enumerate() {
+                let p = pos + i;
+                self.batch
+                    .add(tok, p as i32, &[0], logits && p == last)
+                    .map_err(|e| LlmError::Decode {
+                        reason: e.to_string(),
+                    })?;
+            }
+            self.decode_batch()?;
+            self.cached.extend_from_slice(&tokens[pos..end]);
+            pos = end;
+        }
+        Ok(true)
+    }
+
+    /// The KV state of `tokens` from `file` when it holds exactly them; else evaluated and
+    /// written there (to a temporary file renamed into place, so a crash leaves no half
+    /// state). A file that does not load (another llama.cpp, a truncated write) is replaced.
+    fn warm(&mut self, tokens: Vec<LlamaToken>, file: &Path) -> Result<WarmStart, LlmError> {
+        if self.cached.starts_with(&tokens) {
+            return Ok(WarmStart::InMemory {
+                tokens: tokens.len(),
+            });
+        }
+        let started = Instant::now();
+        *lock(&self.last) = None;
+        if file.is_file() {
+            // Loading replaces the whole state.
+            self.reset();
+            match self.ctx.state_load_file(file, self.ctx.n_ctx() as usize) {
+                Ok(loaded) if loaded == tokens => {
+                    self.cached = loaded;
+                    return Ok(WarmStart::Loaded {
+                        tokens: tokens.len(),
+                        ms: ms(started),
+                    });
+                }
+                Ok(_) => self.reset(),
+                Err(e) => {
+                    tracing::warn!("{}: the saved state does not load: {e}", file.display());
+                    self.reset();
+                }
+            }
+        }
+        let common = self
+            .cached
+            .iter()
+            .zip(&tokens)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if common < self.cached.len() {
+            match self
+                .ctx
+                .clear_kv_cache_seq(Some(0), Some(common as u32), None)
+            {
+                Ok(true) => self.cached.truncate(common),
+                _ => self.reset(),
+            }
+        }
+        self.evaluate(&tokens, false, &|| false)?;
+        let tmp = file.with_extension("kv.part");
+        let written = file
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                self.ctx
+                    .state_save_file(&tmp, &tokens)
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|()| std::fs::rename(&tmp, file).map_err(|e| e.to_string()));
+        Ok(match written {
+            Ok(()) => WarmStart::Saved {
+                tokens: tokens.len(),
+                ms: ms(started),
+            },
+            Err(reason) => {
+                let _ = std::fs::remove_file(&tmp);
+                WarmStart::NotSaved {
+                    tokens: tokens.len(),
+                    reason: format!("{}: {reason}", file.display()),
+                }
+            }
+        })
     }
 
     /// Samples the next token from `row`; the flag is true when a grammar is complete after it.

@@ -9,6 +9,7 @@ mod chat;
 mod sampling;
 mod tokens;
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -16,12 +17,13 @@ use std::time::Instant;
 
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
+use sha2::{Digest, Sha256};
 
 use super::worker::{Command, Job, SharedSequence};
 use super::{lock, GrammarBackend, MemoryEstimate, ResolvedLoadOptions};
 use crate::llm::engine::{
     CancelToken, GenerateRequest, Generation, LanguageModel, LlmError, ModelDescriptor,
-    PreparedPrompt, Prompt, PromptSegment,
+    PreparedPrompt, Prompt, PromptSegment, WarmStart,
 };
 use crate::llm::library::ModelInfo;
 use crate::llm::template::{ChatMessage, ChatTemplate, TemplateError};
@@ -219,6 +221,36 @@ impl LoadedModel {
         self.template_is_fallback
     }
 
+    /// The name of the state file of `tokens` in this model as loaded: the file (its path,
+    /// size and time), the context's shape and the engine's version decide whether a state
+    /// loads at all, the tokens what it holds.
+    fn state_key(&self, tokens: &[LlamaToken]) -> String {
+        let mut h = Sha256::new();
+        let modified = std::fs::metadata(&self.info.path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let o = &self.options;
+        h.update(format!(
+            "{}\0{}\0{modified}\0{}\0{}\0{}\0{}\0",
+            self.info.path.display(),
+            self.info.file_size,
+            o.context_size,
+            o.batch_size,
+            o.gpu_layers,
+            env!("CARGO_PKG_VERSION"),
+        ));
+        for t in tokens {
+            h.update(t.0.to_le_bytes());
+        }
+        h.finalize()
+            .iter()
+            .take(12)
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
     pub(super) fn llama_model(&self) -> Result<Arc<LlamaModel>, LlmError> {
         self.model
             .read()
@@ -298,6 +330,31 @@ impl LanguageModel for LoadedModel {
         Ok(generation)
     }
 
+    fn warm_start(&self, prompt: Prompt, dir: &Path) -> Result<WarmStart, LlmError> {
+        let model = self.llama_model()?;
+        let segments = self.segments(&prompt)?;
+        let tokens = self.tokenize(&model, &segments)?;
+        if tokens.is_empty() {
+            return Err(LlmError::EmptyPrompt);
+        }
+        let n_ctx = self.options.context_size as usize;
+        if tokens.len() >= n_ctx {
+            return Err(LlmError::ContextFull {
+                needed: tokens.len() + 1,
+                available: n_ctx,
+            });
+        }
+        let file = dir.join(format!("{}.kv", self.state_key(&tokens)));
+        prune_states(dir, &file);
+        let (reply, answer) = std_mpsc::channel();
+        self.send(Command::Warm {
+            tokens,
+            file,
+            reply,
+        })?;
+        answer.recv().map_err(|_| LlmError::ModelUnloaded)?
+    }
+
     fn count_tokens(&self, text: &str) -> Result<usize, LlmError> {
         let model = self.llama_model()?;
         let tokens = self.tokenize(
@@ -342,5 +399,30 @@ impl LanguageModel for LoadedModel {
 impl Drop for LoadedModel {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// State files kept in a warm-start folder: one per model and prefix in use, the newest
+/// first. A prefix changes with the tools, the settings and the workspace's summary, and each
+/// file is tens of megabytes.
+const STATES_KEPT: usize = 6;
+
+/// Removes all but the newest `STATES_KEPT - 1` state files of `dir` other than `wanted`,
+/// making room for it.
+fn prune_states(dir: &Path, wanted: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut states: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "kv") && e.path() != wanted)
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, e.path()))
+        })
+        .collect();
+    states.sort_by_key(|s| std::cmp::Reverse(s.0));
+    for (_, path) in states.into_iter().skip(STATES_KEPT - 1) {
+        let _ = std::fs::remove_file(path);
     }
 }
