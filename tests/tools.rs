@@ -445,3 +445,56 @@ fn results_carry_a_locator_for_each_item_they_show() {
     // A result that shows nothing locates nothing.
     assert!(items("search", json!({"query": "zeppelin"})).is_empty());
 }
+
+/// Issue 22: `show_commit` failed on every commit whose diff ran past its limit ("cannot diff
+/// …: The delegate cancelled the operation", gix's word for a walk its callback broke off),
+/// so the agent could not open large commits, the answer to an eval question among them. The
+/// commit is shown, its diff cut where the limit falls.
+#[test]
+fn show_commit_opens_a_commit_whose_diff_is_past_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("big");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(
+        &repo,
+        &["init", "-q"],
+        "2024-01-01T00:00:00Z",
+        ("Ann", "ann@x.org"),
+    );
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        let body: String = (1..=2000).map(|i| format!("{name} line {i}\n")).collect();
+        std::fs::write(repo.join(name), body).unwrap();
+    }
+    git(
+        &repo,
+        &["add", "-A"],
+        "2024-01-01T00:00:00Z",
+        ("Ann", "ann@x.org"),
+    );
+    git(
+        &repo,
+        &["commit", "-q", "-m", "Add three long files"],
+        "2024-01-01T00:00:00Z",
+        ("Ann", "ann@x.org"),
+    );
+    let ws = Arc::new(Workspace::open_at(&dir.path().join("home/workspace.db")).unwrap());
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("big", &mut |_| {}).unwrap();
+    let tools = all_tools(ws).unwrap();
+    let hits = tools
+        .call("search_commits", json!({"query": "three long files"}))
+        .unwrap();
+    let hash = hits.items[0].cite().split('@').nth(1).unwrap().to_string();
+    let out = tools
+        .call("show_commit", json!({"hash": hash}))
+        .unwrap_or_else(|e| panic!("show_commit failed: {e}"))
+        .text;
+    assert!(out.contains("Add three long files"), "{out}");
+    assert!(
+        out.contains("added a.txt (+2000 -0)") && out.contains("added c.txt (+2000 -0)"),
+        "{out}"
+    );
+    assert!(out.contains("+a.txt line 1\n"), "{out}");
+    assert!(out.contains("[diff cut"), "{out}");
+    assert!(!out.contains("+c.txt line 2000"), "{out}");
+}

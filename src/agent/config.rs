@@ -15,8 +15,8 @@ pub struct AgentConfig {
     pub min_steps: usize,
     /// Decode every step under the protocol's grammar.
     pub grammar: bool,
-    /// Search the workspace with the task before the model's first step, and give the model
-    /// the results as that step's observation.
+    /// Before the model's first step, search the workspace with the task (the results are
+    /// that step's observation), then open the best match (see `agent/first.rs`).
     pub search_first: bool,
     /// Show the model a worked example of a run in its protocol's format. Off by default:
     /// on the eval set's dev split it did not raise Qwen2.5-Coder-0.5B's accuracy (0.35 with

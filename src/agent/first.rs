@@ -1,7 +1,8 @@
-//! The step Burrow takes before the model's first: a search of the workspace with the task,
-//! so the model starts from evidence rather than from what it remembers. It is a real step:
-//! recorded, streamed, kept, and replayed to the model in its own protocol's format (which
-//! also shows the model one well-formed step before it writes any).
+//! The steps Burrow takes before the model's first: a search of the workspace with the task,
+//! so the model starts from evidence rather than from what it remembers, then the opening of
+//! the best match, so it checks that item against the task rather than choosing among titles.
+//! Each is a real step: recorded, streamed, kept, and replayed to the model in its own
+//! protocol's format (which also shows the model well-formed steps before it writes any).
 
 use serde_json::{json, Map, Value};
 
@@ -233,6 +234,41 @@ fn asked_kinds(task: &str) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_best_match_is_opened_with_the_tool_made_for_it() {
+        let call = |item: Locator| {
+            let a = open_call(&item).unwrap();
+            (a.tool, Value::Object(a.args))
+        };
+        assert_eq!(
+            call(Locator::issue_or_pr("o/r", 7, true)),
+            (
+                "get_pull_request".into(),
+                json!({"number": 7, "repo": "o/r"})
+            )
+        );
+        assert_eq!(call(Locator::issue_or_pr("o/r", 7, false)).0, "get_issue");
+        // Around the line search matched, not from the file's licence header.
+        assert_eq!(
+            call(Locator::file("r", "src/a.rs", Some(120))),
+            (
+                "read_file".into(),
+                json!({"path": "src/a.rs", "repo": "r", "start_line": 115, "end_line": 154})
+            )
+        );
+        assert_eq!(
+            call(Locator::file("r", "README.md", Some(2))).1["start_line"],
+            1
+        );
+        assert_eq!(
+            call(Locator::commit("r", "0123456789abcdef")),
+            (
+                "show_commit".into(),
+                json!({"hash": "0123456789abcdef", "repo": "r"})
+            )
+        );
+    }
 
     #[test]
     fn a_question_that_names_a_kind_searches_that_kind() {

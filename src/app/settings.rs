@@ -38,7 +38,8 @@ pub struct Settings {
     pub temperature: f32,
     /// Decode every step under the protocol's grammar.
     pub grammar: bool,
-    /// Search the workspace with the task before the model's first step.
+    /// Before the model's first step, search the workspace with the task and open the best
+    /// match.
     pub search_first: bool,
     /// Share of the context window past which older steps are summarized.
     pub summarize_at: f64,

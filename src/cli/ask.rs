@@ -35,7 +35,8 @@ pub struct AskArgs {
     /// what it cannot read goes back to the model).
     #[arg(long)]
     pub no_grammar: bool,
-    /// Leave out the search Burrow makes with the task before the model's first step.
+    /// Leave out Burrow's own first steps: the search with the task and the opening of its best
+    /// match.
     #[arg(long)]
     pub no_search_first: bool,
     /// Show the model a worked example of a run in its protocol's format.

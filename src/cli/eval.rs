@@ -39,7 +39,8 @@ pub struct EvalArgs {
     pub limit: Option<usize>,
     #[arg(long, default_value_t = 8)]
     pub max_steps: usize,
-    /// Leave out the search Burrow makes with the task before the model's first step.
+    /// Leave out Burrow's own first steps: the search with the task and the opening of its best
+    /// match.
     #[arg(long)]
     pub no_search_first: bool,
     /// Show the model a worked example of a run in its protocol's format.

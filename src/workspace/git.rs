@@ -311,75 +311,76 @@ impl GitRepo {
             o.track_path();
             o.track_rewrites(None);
         });
-        changes
-            .for_each_to_obtain_tree_with_cache(&tree, &mut walk_cache, |change| {
-                if truncated {
-                    return Ok(std::ops::ControlFlow::Break(()));
+        let walked = changes.for_each_to_obtain_tree_with_cache(&tree, &mut walk_cache, |change| {
+            if truncated {
+                return Ok(std::ops::ControlFlow::Break(()));
+            }
+            use gix::object::tree::diff::Change;
+            let (path, old, new) = match &change {
+                Change::Addition { location, id, .. } => (location.to_string(), None, Some(*id)),
+                Change::Deletion { location, id, .. } => (location.to_string(), Some(*id), None),
+                Change::Modification {
+                    location,
+                    previous_id,
+                    id,
+                    ..
+                } => (location.to_string(), Some(*previous_id), Some(*id)),
+                Change::Rewrite {
+                    location,
+                    source_id,
+                    id,
+                    ..
+                } => (location.to_string(), Some(*source_id), Some(*id)),
+            };
+            if !change.entry_mode().is_blob_or_symlink() {
+                return Ok(std::ops::ControlFlow::Continue(()));
+            }
+            let read = |id: Option<gix::Id<'_>>| -> Option<String> {
+                let blob = id?.object().ok()?;
+                if super::text::looks_binary(&blob.data) {
+                    return None;
                 }
-                use gix::object::tree::diff::Change;
-                let (path, old, new) = match &change {
-                    Change::Addition { location, id, .. } => {
-                        (location.to_string(), None, Some(*id))
-                    }
-                    Change::Deletion { location, id, .. } => {
-                        (location.to_string(), Some(*id), None)
-                    }
-                    Change::Modification {
-                        location,
-                        previous_id,
-                        id,
-                        ..
-                    } => (location.to_string(), Some(*previous_id), Some(*id)),
-                    Change::Rewrite {
-                        location,
-                        source_id,
-                        id,
-                        ..
-                    } => (location.to_string(), Some(*source_id), Some(*id)),
-                };
-                if !change.entry_mode().is_blob_or_symlink() {
-                    return Ok(std::ops::ControlFlow::Continue(()));
+                Some(String::from_utf8_lossy(&blob.data).into_owned())
+            };
+            let (a, b) = (read(old), read(new));
+            let header = format!(
+                "diff --git a/{path} b/{path}\n--- {}\n+++ {}\n",
+                if old.is_some() {
+                    format!("a/{path}")
+                } else {
+                    "/dev/null".into()
+                },
+                if new.is_some() {
+                    format!("b/{path}")
+                } else {
+                    "/dev/null".into()
+                },
+            );
+            out.push_str(&header);
+            match (a, b) {
+                (None, None) if old.is_some() || new.is_some() => out.push_str("Binary file\n"),
+                (a, b) => out.push_str(&unified_diff(
+                    a.as_deref().unwrap_or(""),
+                    b.as_deref().unwrap_or(""),
+                )),
+            }
+            if out.len() > max_bytes {
+                let mut cut = max_bytes;
+                while !out.is_char_boundary(cut) {
+                    cut -= 1;
                 }
-                let read = |id: Option<gix::Id<'_>>| -> Option<String> {
-                    let blob = id?.object().ok()?;
-                    if super::text::looks_binary(&blob.data) {
-                        return None;
-                    }
-                    Some(String::from_utf8_lossy(&blob.data).into_owned())
-                };
-                let (a, b) = (read(old), read(new));
-                let header = format!(
-                    "diff --git a/{path} b/{path}\n--- {}\n+++ {}\n",
-                    if old.is_some() {
-                        format!("a/{path}")
-                    } else {
-                        "/dev/null".into()
-                    },
-                    if new.is_some() {
-                        format!("b/{path}")
-                    } else {
-                        "/dev/null".into()
-                    },
-                );
-                out.push_str(&header);
-                match (a, b) {
-                    (None, None) if old.is_some() || new.is_some() => out.push_str("Binary file\n"),
-                    (a, b) => out.push_str(&unified_diff(
-                        a.as_deref().unwrap_or(""),
-                        b.as_deref().unwrap_or(""),
-                    )),
-                }
-                if out.len() > max_bytes {
-                    let mut cut = max_bytes;
-                    while !out.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    out.truncate(cut);
-                    truncated = true;
-                }
-                Ok(std::ops::ControlFlow::Continue(()))
-            })
-            .map_err(|e| err("cannot diff", &e))?;
+                out.truncate(cut);
+                truncated = true;
+            }
+            Ok(std::ops::ControlFlow::Continue(()))
+        });
+        match walked {
+            Ok(_) => {}
+            // The walk stopped because the diff was long enough: gix reports a walk its
+            // delegate broke off as cancelled, but what was asked for is here.
+            Err(_) if truncated => {}
+            Err(e) => return Err(err("cannot diff", &e)),
+        }
         Ok((out, truncated))
     }
 }

@@ -75,7 +75,9 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
       "header",
       null,
       h("h3", null, `Step ${step.index + 1}`),
-      step.automatic ? h("span", { class: "badge automatic", title: "Burrow searched the workspace with the task before the model's first step" }, "search by Burrow") : null,
+      step.automatic
+        ? h("span", { class: "badge automatic", title: "Burrow took this step itself, before the model's first: a search with the task, then the best match opened" }, "step by Burrow")
+        : null,
       statsLine(step),
     ),
   );

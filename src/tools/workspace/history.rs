@@ -18,8 +18,10 @@ const DIFF_MAX_BYTES: usize = 6_000;
 /// by author or touching a path.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchCommitsInput {
-    /// Words to look for in commit messages and changed paths (omit to list the latest commits).
+    /// A few words to look for in commit messages and changed paths (omit to list the latest
+    /// commits).
     #[serde(default)]
+    #[schemars(length(max = 80))]
     pub query: Option<String>,
     #[serde(default)]
     pub repo: Option<String>,

@@ -19,7 +19,8 @@ const MAX_BODY_CHARS: usize = 1_500;
 /// Search issues (and their comments) by words.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchIssuesInput {
-    /// Words to look for.
+    /// A few words to look for.
+    #[schemars(length(max = 80))]
     pub query: String,
     #[serde(default)]
     pub repo: Option<String>,
@@ -69,7 +70,8 @@ impl Tool for SearchIssues {
 /// Search pull requests (and their comments and reviews) by words.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchPullRequestsInput {
-    /// Words to look for.
+    /// A few words to look for.
+    #[schemars(length(max = 80))]
     pub query: String,
     #[serde(default)]
     pub repo: Option<String>,

@@ -16,7 +16,11 @@ use crate::workspace::{Kind, SearchQuery, Workspace};
 /// comments) by words, best matches first.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchInput {
-    /// Words to look for. Identifiers match in any spelling: parse_args, ParseArgs, parse.
+    /// A few words to look for (keywords, not a whole question). Identifiers match in any
+    /// spelling: parse_args, ParseArgs, parse.
+    // Bounded: small models wrote the whole question as a query, then changed a letter of it
+    // at each step (Qwen2.5-Coder-1.5B: "theWindows", "the_windows", "the-windows").
+    #[schemars(length(max = 80))]
     pub query: String,
     /// Only these kinds: code, doc, commit, issue, pr.
     #[serde(default)]
