@@ -37,24 +37,26 @@ impl Agent<'_> {
             ))
         } else {
             let open = state.plan.actionable();
+            let last = record.index + 1 >= self.config.max_steps;
             (self.config.require_plan_done
                 && status == FinalStatus::Completed
                 && !open.is_empty()
-                && !state.last_answer_refused())
-            .then(|| {
-                let list: Vec<String> = open
-                    .iter()
-                    .map(|i| format!("{} ({}: {})", i.id, i.status.as_str(), i.title))
-                    .collect();
-                (
-                    format!(
-                        "The final answer was refused: the plan still has open items: {}. \
+                && !state.last_answer_refused()
+                && !last)
+                .then(|| {
+                    let list: Vec<String> = open
+                        .iter()
+                        .map(|i| format!("{} ({}: {})", i.id, i.status.as_str(), i.title))
+                        .collect();
+                    (
+                        format!(
+                            "The final answer was refused: the plan still has open items: {}. \
                              Finish them, or mark them completed or cancelled, then answer.",
-                        list.join("; ")
-                    ),
-                    format!("{ANSWER_REFUSED}: the plan has open items"),
-                )
-            })
+                            list.join("; ")
+                        ),
+                        format!("{ANSWER_REFUSED}: the plan has open items"),
+                    )
+                })
         };
         if let Some((message, error)) = refusal {
             notes.push(message);

@@ -33,7 +33,11 @@ impl Agent<'_> {
         {
             return Ok(Next::stopped_by_hook(reason));
         }
-        let allow_final = index + 1 >= self.config.min_steps;
+        // The run's last step answers: under the grammar it can be nothing else, so a run
+        // that reaches its limit ends with an answer from what it saw, not with none (as
+        // smolagents asks the model for one when it runs out of steps).
+        let last = index + 1 >= self.config.max_steps;
+        let allow_final = index + 1 >= self.config.min_steps || last;
         let cites: Vec<String> = state.seen().iter().map(Locator::cite).collect();
         let made = state.calls_made();
         let openable = state.openable();
@@ -44,7 +48,7 @@ impl Agent<'_> {
             made: &made,
             openable: &openable,
         };
-        let request = self.step_request(prompt, &specs, shape)?;
+        let request = self.step_request(prompt, &specs, shape, last)?;
         let started = Instant::now();
         let (output, usage, stop) = self.decode(state, &specs, request, cancel, on_event)?;
         let mut record = decoded(index, output, &usage, started);
@@ -125,6 +129,7 @@ impl Agent<'_> {
         prompt: Prompt,
         specs: &[ToolSpec],
         shape: StepShape<'_>,
+        final_only: bool,
     ) -> Result<GenerateRequest, AgentError> {
         let protocol = self.config.protocol;
         let request = GenerateRequest::new(prompt)
@@ -137,7 +142,13 @@ impl Agent<'_> {
         // `tool-calls` answers through the final_answer tool: it is left out instead.
         let grammar_specs: Vec<ToolSpec> = specs
             .iter()
-            .filter(|s| shape.allow_final || s.name != meta::FINAL_ANSWER)
+            .filter(|s| {
+                if final_only {
+                    s.name == meta::FINAL_ANSWER
+                } else {
+                    shape.allow_final || s.name != meta::FINAL_ANSWER
+                }
+            })
             .cloned()
             .collect();
         Ok(request.grammar(step_grammar(protocol, &grammar_specs, shape)?))

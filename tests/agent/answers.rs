@@ -271,3 +271,63 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
     assert!(!g.accepts(&open(1234567890)).unwrap());
     assert_eq!(outcome.steps.len(), 3);
 }
+
+/// Issue 22: SmolLM2 opened item after item until the step limit and the run ended with no
+/// answer. The last step's grammar offers only the final answer, so a run that reaches its
+/// limit answers from what it saw; earlier steps may still call tools.
+#[test]
+fn the_last_step_can_only_answer() {
+    for p in [Protocol::JsonTyped, Protocol::ToolCalls] {
+        let search = Search::default();
+        let mut tools = ToolRegistry::new();
+        tools.register(search.clone()).unwrap();
+        let model = FakeModel::new([
+            FakeTurn::text(&call(p, "search", json!({"query": "crash"}))),
+            FakeTurn::text(&final_with(p, &["acme/app#918"], "#918")),
+        ]);
+        let agent = Agent::new(
+            &model,
+            &tools,
+            AgentConfig {
+                protocol: p,
+                max_steps: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+        assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+        let requests = model.requests();
+        let grammar = |i: usize| -> Grammar {
+            let text = requests[i].grammar.clone().unwrap();
+            match p {
+                Protocol::ToolCalls => Grammar::Lark(text),
+                _ => Grammar::JsonSchema(serde_json::from_str(&text).unwrap()),
+            }
+        };
+        // As the model writes under the grammar (its spacing).
+        let another_search = p.write_call(
+            "look again",
+            &burrow::agent::protocol::Action {
+                tool: "search".into(),
+                args: json!({"query": "wallet close"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            },
+        );
+        assert!(
+            grammar(0).accepts(&another_search).unwrap(),
+            "{}",
+            p.as_str()
+        );
+        let last = grammar(1);
+        assert!(!last.accepts(&another_search).unwrap(), "{}", p.as_str());
+        assert!(
+            last.accepts(&final_with(p, &["acme/app#918"], "#918"))
+                .unwrap(),
+            "{}",
+            p.as_str()
+        );
+    }
+}

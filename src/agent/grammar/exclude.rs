@@ -59,7 +59,13 @@ pub(super) fn excluding(parameters: &Value, made: &[&Map<String, Value>]) -> Opt
         add_required(&mut b, &key);
         branches.push(b);
     }
+    let allowed: Option<&Vec<Value>> = key_schema.get("enum").and_then(Value::as_array);
     for (value, rests) in by_value.values() {
+        // A value the key may no longer take (an item opened once, out of the tool's enum)
+        // comes back with no other rest either.
+        if allowed.is_some_and(|a| !a.contains(value)) {
+            continue;
+        }
         let mut rests = rests.clone();
         rests.dedup();
         let [rest] = rests.as_slice() else { continue };

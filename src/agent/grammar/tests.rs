@@ -423,4 +423,8 @@ fn a_tool_opens_only_items_the_run_saw() {
     };
     let g = step_grammar(Protocol::JsonAction, &tools, after).unwrap();
     assert!(!g.accepts(&call(7)).unwrap() && g.accepts(&call(9)).unwrap());
+    // Nor with its repository named (SmolLM2 opened one issue so, again and again, while
+    // other items were left to open).
+    let with_repo = r#"{"thought": "look", "action": {"name": "get_issue", "arguments": {"number": 7, "repo": "o/r"}}}"#;
+    assert!(!g.accepts(with_repo).unwrap());
 }
