@@ -12,9 +12,9 @@
 // Environment: BURROW_APP (the app binary), BURROW_MODEL (a GGUF), TAURI_DRIVER (the driver).
 
 import { execFileSync } from "node:child_process";
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { openSession, sleep, startDriver } from "./webdriver.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -36,13 +36,8 @@ mkdirSync(models, { recursive: true });
 // A second model to switch to: the same weights under another file name (a hard link, no copy).
 const MODEL_B = join(models, "smollm2-copy.gguf");
 linkSync(MODEL, MODEL_B);
-const MODEL_Q = join(models, basename(QWEN));
-try {
-  linkSync(QWEN, MODEL_Q);
-} catch (e) {
-  if (e.code !== "EXDEV") throw e;
-  symlinkSync(QWEN, MODEL_Q);
-}
+// Listed from the project's models/, where the app finds it as it finds SmolLM2.
+const MODEL_Q = QWEN;
 writeFileSync(join(models, "broken.gguf"), "GGUF not really a model");
 // A model from the future: a readable GGUF whose architecture this llama.cpp does not know (the
 // real weights with general.architecture renamed). It is listed, and loading it fails.
