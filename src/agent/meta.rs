@@ -166,7 +166,14 @@ impl MetaTool for TodoWriteTool {
         cx.state
             .change_plan(&TodoChange::Write(input), cx.on_event)
             .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-        Ok(format!("The plan is now:\n{}", cx.state.plan.render()))
+        let plan = format!("The plan is now:\n{}", cx.state.plan.render());
+        // Qwen2.5-Coder-0.5B marked the item it had found "completed" in the plan, step after
+        // step, as if that were the answer: a plan with nothing left to do says what is next.
+        Ok(if cx.state.plan.actionable().is_empty() {
+            format!("{plan}\nNothing in the plan is left to do: give the final answer now.")
+        } else {
+            plan
+        })
     }
 }
 

@@ -331,3 +331,43 @@ fn the_last_step_can_only_answer() {
         );
     }
 }
+
+/// Issue 22: in tool-calls, Qwen2.5-Coder-0.5B marked the issue it had found "completed" in
+/// the plan, step after step, as if that were the answer. A plan with nothing left to do says
+/// to answer.
+#[test]
+fn a_plan_with_nothing_left_to_do_says_to_answer() {
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    let p = Protocol::ToolCalls;
+    let plan = |status: &str| {
+        call(
+            p,
+            "todo_write",
+            json!({"todos": [{"content": "Find the crash report", "status": status}]}),
+        )
+    };
+    let model = FakeModel::new([
+        FakeTurn::text(&plan("in_progress")),
+        FakeTurn::text(&plan("completed")),
+        FakeTurn::text(&final_with(p, &["acme/app#918"], "#918")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            protocol: p,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let said = |i: usize| outcome.steps[i].observation.clone().unwrap_or_default();
+    assert!(
+        !said(1).contains("give the final answer now"),
+        "{}",
+        said(1)
+    );
+    assert!(said(2).contains("give the final answer now"), "{}", said(2));
+}

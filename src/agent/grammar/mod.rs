@@ -179,6 +179,14 @@ fn with_citations(tools: &[ToolSpec], cites: &[String]) -> Vec<ToolSpec> {
             let mut t = t.clone();
             if t.name == crate::agent::meta::FINAL_ANSWER {
                 t.parameters["properties"]["citations"] = citations_schema(cites);
+                // Written every time, as every other protocol's final form has it (empty when
+                // nothing seen answers): left optional, Qwen2.5-Coder-0.5B left it out and
+                // answered with an issue's title but not the issue.
+                if let Some(required) = t.parameters["required"].as_array_mut() {
+                    if !required.iter().any(|r| r == "citations") {
+                        required.push(json!("citations"));
+                    }
+                }
             }
             t
         })
