@@ -124,8 +124,10 @@ pub struct Opens {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpensItems {
-    /// Issues and pull requests, by number (they share numbers: one links the other).
-    Numbered,
+    /// Issues, by number.
+    Issues,
+    /// Pull requests, by number.
+    PullRequests,
     /// Files, by path.
     File,
     /// Commits, by hash (cut as citations cut it).
@@ -136,8 +138,12 @@ impl Opens {
     /// The argument's value that opens `item`, when it is an item of this kind.
     pub fn value(&self, item: &Locator) -> Option<serde_json::Value> {
         match (self.items, item) {
-            (OpensItems::Numbered, Locator::Issue { number, .. })
-            | (OpensItems::Numbered, Locator::PullRequest { number, .. }) => {
+            // A number the task names without saying what it is (`#12`, no repository) may be
+            // either; the results name what each number they show is (the text protocol's
+            // Qwen2.5-Coder-0.5B opened an issue with get_pull_request and was refused).
+            (OpensItems::Issues, Locator::Issue { number, .. })
+            | (OpensItems::PullRequests, Locator::PullRequest { number, .. })
+            | (OpensItems::PullRequests, Locator::Issue { number, repo: None }) => {
                 Some(serde_json::json!(number))
             }
             (OpensItems::File, Locator::File { path, .. }) => Some(serde_json::json!(path)),

@@ -198,7 +198,7 @@ impl Tool for GetIssue {
     type Input = GetIssueInput;
     const OPENS: Option<burrow::tools::Opens> = Some(burrow::tools::Opens {
         argument: "number",
-        items: burrow::tools::OpensItems::Numbered,
+        items: burrow::tools::OpensItems::Issues,
     });
     fn run(&self, input: GetIssueInput) -> Result<ToolOutput, ToolError> {
         self.0

@@ -376,14 +376,15 @@ fn a_tool_opens_only_items_the_run_saw() {
     let open = ToolSpec {
         opens: Some(crate::tools::Opens {
             argument: "number",
-            items: crate::tools::OpensItems::Numbered,
+            items: crate::tools::OpensItems::Issues,
         }),
         ..spec_for::<OpenIssueInput>("get_issue")
     };
     let tools = vec![spec_for::<CalculateInput>("calculate"), open];
     let seen = [
         Locator::issue_or_pr("o/r", 7, false),
-        Locator::issue_or_pr("o/r", 9, true),
+        Locator::issue_or_pr("o/r", 9, false),
+        Locator::issue_or_pr("o/r", 8, true),
         Locator::file("r", "src/a.rs", Some(3)),
     ];
     let call = |n: i64| {
@@ -398,6 +399,7 @@ fn a_tool_opens_only_items_the_run_saw() {
     };
     let g = step_grammar(Protocol::JsonAction, &tools, shape).unwrap();
     assert!(g.accepts(&call(7)).unwrap() && g.accepts(&call(9)).unwrap());
+    // #8 is a pull request: get_issue would refuse it.
     assert!(!g.accepts(&call(8)).unwrap());
     assert!(!g.accepts(&call(1234567890)).unwrap());
     // The model reads the tool as it is: only the grammar knows the numbers.

@@ -212,7 +212,7 @@ impl Tool for GetIssue {
     type Input = GetIssueInput;
     const OPENS: Option<Opens> = Some(Opens {
         argument: "number",
-        items: OpensItems::Numbered,
+        items: OpensItems::Issues,
     });
 
     fn run(&self, i: GetIssueInput) -> Result<ToolOutput, ToolError> {
@@ -236,7 +236,7 @@ impl Tool for GetPullRequest {
     type Input = GetPullRequestInput;
     const OPENS: Option<Opens> = Some(Opens {
         argument: "number",
-        items: OpensItems::Numbered,
+        items: OpensItems::PullRequests,
     });
 
     fn run(&self, i: GetPullRequestInput) -> Result<ToolOutput, ToolError> {
