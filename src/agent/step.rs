@@ -48,7 +48,20 @@ impl Agent<'_> {
             made: &made,
             openable: &openable,
         };
-        let request = self.step_request(prompt, &specs, shape, last)?;
+        // The plan never takes two steps in a row: Qwen2.5-Coder-0.5B (tool-calls) rewrote
+        // its plan at every step until the limit. After a plan step the next one acts or
+        // answers.
+        let planned_last = state
+            .steps
+            .last()
+            .and_then(|s| s.action.as_ref())
+            .is_some_and(|a| a.tool == meta::TODO_WRITE);
+        let grammar_specs: Vec<ToolSpec> = specs
+            .iter()
+            .filter(|s| !(planned_last && s.name == meta::TODO_WRITE))
+            .cloned()
+            .collect();
+        let request = self.step_request(prompt, &grammar_specs, shape, last)?;
         let started = Instant::now();
         let (output, usage, stop) = self.decode(state, &specs, request, cancel, on_event)?;
         let mut record = decoded(index, output, &usage, started);

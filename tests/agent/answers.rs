@@ -371,3 +371,48 @@ fn a_plan_with_nothing_left_to_do_says_to_answer() {
     );
     assert!(said(2).contains("give the final answer now"), "{}", said(2));
 }
+
+/// Issue 22: Qwen2.5-Coder-0.5B (tool-calls) rewrote its plan at every step until the limit.
+/// After a plan step, the next step's grammar has no plan tool: it acts or answers.
+#[test]
+fn the_plan_never_takes_two_steps_in_a_row() {
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    let p = Protocol::ToolCalls;
+    let plan = call(
+        p,
+        "todo_write",
+        json!({"todos": [{"content": "Find the crash report", "status": "in_progress"}]}),
+    );
+    let model = FakeModel::new([
+        FakeTurn::text(&plan),
+        FakeTurn::text(&final_with(p, &["acme/app#918"], "#918")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            protocol: p,
+            require_plan_done: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let requests = model.requests();
+    let lark = |i: usize| Grammar::Lark(requests[i].grammar.clone().unwrap());
+    // As the model writes under the grammar (its spacing).
+    let another_plan = p.write_call(
+        "plan",
+        &burrow::agent::protocol::Action {
+            tool: "todo_write".into(),
+            args: json!({"todos": [{"content": "Read the report", "status": "pending"}]})
+                .as_object()
+                .unwrap()
+                .clone(),
+        },
+    );
+    assert!(lark(0).accepts(&another_plan).unwrap());
+    assert!(!lark(1).accepts(&another_plan).unwrap());
+}
