@@ -42,20 +42,32 @@ impl Agent<'_> {
         state: &mut RunState,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
-        let index = state.steps.len();
-        on_event(AgentEvent::StepStarted { index });
         let action = Action {
             tool: SEARCH.to_string(),
             args: first_search(&state.task),
         };
-        let record = StepRecord {
+        let record = self.own_step(state, THOUGHT, &action, on_event);
+        self.call(state, record, vec![NEXT.to_string()], action, on_event)
+    }
+
+    /// The record of a step Burrow takes itself, started: its call written as the model
+    /// would write it in the run's protocol.
+    fn own_step(
+        &self,
+        state: &RunState,
+        thought: &str,
+        action: &Action,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> StepRecord {
+        let index = state.steps.len();
+        on_event(AgentEvent::StepStarted { index });
+        StepRecord {
             index,
-            output: self.config.protocol.write_call(THOUGHT, &action),
-            thought: THOUGHT.to_string(),
+            output: self.config.protocol.write_call(thought, action),
+            thought: thought.to_string(),
             automatic: true,
             ..Default::default()
-        };
-        self.call(state, record, vec![NEXT.to_string()], action, on_event)
+        }
     }
 
     /// The call that opens the first search's best match, when the run is just past that
@@ -80,15 +92,7 @@ impl Agent<'_> {
         action: Action,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
-        let index = state.steps.len();
-        on_event(AgentEvent::StepStarted { index });
-        let record = StepRecord {
-            index,
-            output: self.config.protocol.write_call(OPEN_THOUGHT, &action),
-            thought: OPEN_THOUGHT.to_string(),
-            automatic: true,
-            ..Default::default()
-        };
+        let record = self.own_step(state, OPEN_THOUGHT, &action, on_event);
         state.observation_cap = Some(OPENED_CHARS);
         let next = self.call(state, record, Vec::new(), action, on_event);
         state.observation_cap = None;

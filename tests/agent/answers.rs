@@ -54,6 +54,17 @@ fn final_with(p: Protocol, citations: &[&str], text: &str) -> String {
     p.write_final("It is the crash.", citations, text)
 }
 
+/// A call as the model writes it under the grammar (its spacing), unlike `call`'s compact JSON.
+fn written(p: Protocol, tool: &str, args: serde_json::Value) -> String {
+    p.write_call(
+        "look it up",
+        &burrow::agent::protocol::Action {
+            tool: tool.into(),
+            args: args.as_object().unwrap().clone(),
+        },
+    )
+}
+
 #[test]
 fn the_run_searches_with_the_task_first_and_cites_only_what_it_saw() {
     for p in [Protocol::JsonTyped, Protocol::Text, Protocol::ToolCalls] {
@@ -123,16 +134,7 @@ fn a_step_cannot_repeat_the_first_search_nor_cite_an_item_it_never_saw() {
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
     let text = model.requests()[0].grammar.clone().unwrap();
     let g = Grammar::JsonSchema(serde_json::from_str(&text).unwrap());
-    // The grammar's spacing: what the model writes under it.
-    let as_written = |args: serde_json::Value| {
-        p.write_call(
-            "look it up",
-            &burrow::agent::protocol::Action {
-                tool: "search".into(),
-                args: args.as_object().unwrap().clone(),
-            },
-        )
-    };
+    let as_written = |args: serde_json::Value| written(p, "search", args);
     assert!(!g
         .accepts(&as_written(json!({"query": task, "limit": 5})))
         .unwrap());
@@ -258,15 +260,7 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
     // run never saw never was. With no issue left to open, get_issue is out of the grammar.
     let g =
         Grammar::JsonSchema(serde_json::from_str(requests[0].grammar.as_deref().unwrap()).unwrap());
-    let open = |n: i64| {
-        p.write_call(
-            "open it",
-            &burrow::agent::protocol::Action {
-                tool: "get_issue".into(),
-                args: json!({"number": n}).as_object().unwrap().clone(),
-            },
-        )
-    };
+    let open = |n: i64| written(p, "get_issue", json!({"number": n}));
     assert!(!g.accepts(&open(918)).unwrap());
     assert!(!g.accepts(&open(1234567890)).unwrap());
     assert_eq!(outcome.steps.len(), 3);
@@ -305,17 +299,7 @@ fn the_last_step_can_only_answer() {
                 _ => Grammar::JsonSchema(serde_json::from_str(&text).unwrap()),
             }
         };
-        // As the model writes under the grammar (its spacing).
-        let another_search = p.write_call(
-            "look again",
-            &burrow::agent::protocol::Action {
-                tool: "search".into(),
-                args: json!({"query": "wallet close"})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            },
-        );
+        let another_search = written(p, "search", json!({"query": "wallet close"}));
         assert!(
             grammar(0).accepts(&another_search).unwrap(),
             "{}",
@@ -402,16 +386,10 @@ fn the_plan_never_takes_two_steps_in_a_row() {
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
     let requests = model.requests();
     let lark = |i: usize| Grammar::Lark(requests[i].grammar.clone().unwrap());
-    // As the model writes under the grammar (its spacing).
-    let another_plan = p.write_call(
-        "plan",
-        &burrow::agent::protocol::Action {
-            tool: "todo_write".into(),
-            args: json!({"todos": [{"content": "Read the report", "status": "pending"}]})
-                .as_object()
-                .unwrap()
-                .clone(),
-        },
+    let another_plan = written(
+        p,
+        "todo_write",
+        json!({"todos": [{"content": "Read the report", "status": "pending"}]}),
     );
     assert!(lark(0).accepts(&another_plan).unwrap());
     assert!(!lark(1).accepts(&another_plan).unwrap());

@@ -198,31 +198,13 @@ impl<'m> Worker<'m> {
 
         // Reuse the longest prefix already in the KV cache. At least one token is always
         // evaluated, because sampling needs the logits of the prompt's last position.
-        let mut common = self
-            .cached
-            .iter()
-            .zip(&tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(tokens.len() - 1);
+        let mut common = self.common_prefix(&tokens).min(tokens.len() - 1);
         if pad_prefill {
             if let Some(cost) = &self.prefill_cost {
                 common = cost.start(common, tokens.len());
             }
         }
-        if common < self.cached.len() {
-            match self
-                .ctx
-                .clear_kv_cache_seq(Some(0), Some(common as u32), None)
-            {
-                Ok(true) => self.cached.truncate(common),
-                // Recurrent models cannot drop part of their state: start over.
-                _ => {
-                    self.reset();
-                    common = 0;
-                }
-            }
-        }
+        let common = self.keep_first(common);
         usage.cached_tokens = common;
 
         let prefill_start = Instant::now();
@@ -317,6 +299,27 @@ impl<'m> Worker<'m> {
         (usage, Ok(reason))
     }
 
+    /// How many of `tokens` the cache holds already, from the start.
+    fn common_prefix(&self, tokens: &[LlamaToken]) -> usize {
+        self.cached
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+
+    /// Drops the cache past its first `n` tokens; returns how many it keeps (none for a
+    /// recurrent model, which cannot drop part of its state and starts over).
+    fn keep_first(&mut self, n: usize) -> usize {
+        if n < self.cached.len() {
+            match self.ctx.clear_kv_cache_seq(Some(0), Some(n as u32), None) {
+                Ok(true) => self.cached.truncate(n),
+                _ => self.reset(),
+            }
+        }
+        self.cached.len()
+    }
+
     /// Evaluates what of `tokens` the cache lacks past what it holds (`cached` is a prefix of
     /// them), in batches, with the last token's logits when `logits`. `false` when cancelled
     /// between batches.
@@ -378,21 +381,7 @@ impl<'m> Worker<'m> {
                 }
             }
         }
-        let common = self
-            .cached
-            .iter()
-            .zip(&tokens)
-            .take_while(|(a, b)| a == b)
-            .count();
-        if common < self.cached.len() {
-            match self
-                .ctx
-                .clear_kv_cache_seq(Some(0), Some(common as u32), None)
-            {
-                Ok(true) => self.cached.truncate(common),
-                _ => self.reset(),
-            }
-        }
+        self.keep_first(self.common_prefix(&tokens));
         self.evaluate(&tokens, false, &|| false)?;
         let tmp = file.with_extension("kv.part");
         let written = file

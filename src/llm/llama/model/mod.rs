@@ -221,6 +221,22 @@ impl LoadedModel {
         self.template_is_fallback
     }
 
+    /// A prompt the context can take: not empty, and room left for at least one generated
+    /// token (llama.cpp aborts on either).
+    fn check_fits(&self, tokens: &[LlamaToken]) -> Result<(), LlmError> {
+        if tokens.is_empty() {
+            return Err(LlmError::EmptyPrompt);
+        }
+        let n_ctx = self.options.context_size as usize;
+        if tokens.len() >= n_ctx {
+            return Err(LlmError::ContextFull {
+                needed: tokens.len() + 1,
+                available: n_ctx,
+            });
+        }
+        Ok(())
+    }
+
     /// The name of the state file of `tokens` in this model as loaded: the file (its path,
     /// size and time), the context's shape and the engine's version decide whether a state
     /// loads at all, the tokens what it holds.
@@ -295,17 +311,7 @@ impl LanguageModel for LoadedModel {
         let model = self.llama_model()?;
         let segments = self.segments(&request.prompt)?;
         let tokens = self.tokenize_after_last(&model, &segments)?;
-        if tokens.is_empty() {
-            return Err(LlmError::EmptyPrompt);
-        }
-        let n_ctx = self.options.context_size as usize;
-        // The prompt plus at least one generated token must fit.
-        if tokens.len() >= n_ctx {
-            return Err(LlmError::ContextFull {
-                needed: tokens.len() + 1,
-                available: n_ctx,
-            });
-        }
+        self.check_fits(&tokens)?;
         let chain = self.build_chain(&model, &request.sampling, request.ignore_eos);
         let constraint = request
             .grammar
@@ -334,16 +340,7 @@ impl LanguageModel for LoadedModel {
         let model = self.llama_model()?;
         let segments = self.segments(&prompt)?;
         let tokens = self.tokenize(&model, &segments)?;
-        if tokens.is_empty() {
-            return Err(LlmError::EmptyPrompt);
-        }
-        let n_ctx = self.options.context_size as usize;
-        if tokens.len() >= n_ctx {
-            return Err(LlmError::ContextFull {
-                needed: tokens.len() + 1,
-                available: n_ctx,
-            });
-        }
+        self.check_fits(&tokens)?;
         let file = dir.join(format!("{}.kv", self.state_key(&tokens)));
         prune_states(dir, &file);
         let (reply, answer) = std_mpsc::channel();
