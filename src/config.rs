@@ -80,7 +80,11 @@ pub struct Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::safe_open::read_regular_text(
+            path,
+            crate::safe_open::Links::Follow,
+            1 << 20,
+        ) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(source) => {

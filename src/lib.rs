@@ -6,5 +6,6 @@ pub mod agent;
 pub mod app;
 pub mod config;
 pub mod llm;
+pub mod safe_open;
 pub mod tools;
 pub mod workspace;

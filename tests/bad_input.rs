@@ -358,3 +358,53 @@ fn loading_can_be_cancelled_and_reports_progress() {
     let e = model.generate(GenerateRequest::text("hi")).unwrap_err();
     assert!(matches!(e, LlmError::ModelUnloaded), "{e}");
 }
+
+/// Issue 17, defect 4: a GGUF whose chat template loops ten billion times hung `chat` (over
+/// 40 s, for ever in fact). The run now stops at the template's step limit, with an error that
+/// names the model.
+#[test]
+fn a_model_whose_chat_template_never_ends_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = dir.path().join("endless-template.gguf");
+    rewrite_metadata(
+        &common::smollm2(),
+        &evil,
+        &[MetaEdit::Set(
+            "tokenizer.chat_template".into(),
+            MetaValue::String(
+                "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+                    .into(),
+            ),
+        )],
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args([
+            "chat",
+            "--model",
+            evil.to_str().unwrap(),
+            "--max-tokens",
+            "4",
+            "hi",
+        ])
+        .env("BURROW_HOME", dir.path().join("home"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("chat hung on the template");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("endless-template") && stderr.contains("limits"),
+        "{stderr}"
+    );
+}

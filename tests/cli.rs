@@ -590,6 +590,13 @@ fn runs_list_and_show() {
     ] {
         assert!(run["steps"][0].get(key).is_some(), "{key} missing");
     }
+    // Steps are counted from 1 in text, as `ask` and the app count them (issue 17: "step 0").
+    let text = burrow(home.path(), &["runs", "show", &done.id.to_string()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("\nstep 1 (") && !text.contains("\nstep 0 ("),
+        "{text}"
+    );
     let out = burrow(home.path(), &["runs", "show", "999"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("there is no run 999"));
@@ -639,7 +646,13 @@ fn ask_runs_the_agent_and_keeps_a_trace() {
         ["succeeded", "failed", "blocked", "max_steps"].contains(&status),
         "{run}"
     );
-    assert_eq!(out.status.success(), status == "succeeded");
+    // One exit code per ending (issue 17: the step limit and an error both gave 1).
+    let code = match status {
+        "succeeded" => 0,
+        "failed" | "blocked" => 3,
+        _ => 4,
+    };
+    assert_eq!(out.status.code(), Some(code), "{run}");
     let steps = run["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3, "{run}");
     // The first step is Burrow's search of the workspace with the task (issue 22); the
@@ -697,4 +710,54 @@ fn ask_runs_the_agent_and_keeps_a_trace() {
     let bad = burrow(home.path(), &["ask", "x", "--protocol", "yaml"]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("json-typed, json-action"));
+}
+
+/// Issue 17, defect 3: a FIFO named like a model hung `models list`, and one given to
+/// `workspace import` hung the import. Both are refused at once, naming what they are.
+#[test]
+fn a_fifo_named_like_a_model_or_an_export_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    for fifo in [models.join("stuck.gguf"), dir.path().join("export.json")] {
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    }
+    let export = dir.path().join("export.json");
+    for (args, dirs) in [
+        (vec!["models", "list"], true),
+        (
+            vec![
+                "workspace",
+                "import",
+                "--repo",
+                "a/b",
+                export.to_str().unwrap(),
+            ],
+            false,
+        ),
+    ] {
+        let mut cmd = burrow_cmd(&home, &args);
+        if dirs {
+            cmd.env("BURROW_MODEL_DIRS", &models);
+        }
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(30) {
+                child.kill().unwrap();
+                panic!("{args:?} hung on a FIFO");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("FIFO"), "{args:?}: {stderr}");
+    }
 }

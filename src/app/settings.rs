@@ -82,7 +82,11 @@ impl Settings {
     /// The saved settings, or the defaults when none were saved.
     pub fn load(home: &BurrowHome) -> Result<Self, SettingsError> {
         let path = Self::path(home);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::safe_open::read_regular_text(
+            &path,
+            crate::safe_open::Links::Follow,
+            1 << 20,
+        ) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
             Err(source) => return Err(SettingsError::Io { path, source }),

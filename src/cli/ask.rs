@@ -121,11 +121,20 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     } else {
         printer.summary(&outcome);
     }
-    Ok(match outcome.status {
+    Ok(exit_code(outcome.status))
+}
+
+/// How a run ended, for scripts (the README's table): a run that stopped at its step limit
+/// and Burrow's own failure both exited 1 (issue 17). 1 stays Burrow failing, as for every
+/// command, and 2 is a command line clap refused.
+fn exit_code(status: RunStatus) -> ExitCode {
+    match status {
         RunStatus::Succeeded => ExitCode::SUCCESS,
-        RunStatus::Error => ExitCode::from(2),
-        _ => ExitCode::from(1),
-    })
+        RunStatus::Failed | RunStatus::Blocked => ExitCode::from(3),
+        RunStatus::MaxSteps => ExitCode::from(4),
+        RunStatus::Cancelled => ExitCode::from(130),
+        RunStatus::Error | RunStatus::Interrupted | RunStatus::Running => ExitCode::FAILURE,
+    }
 }
 
 fn run_json(o: &RunOutcome) -> serde_json::Value {

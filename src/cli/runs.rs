@@ -88,7 +88,9 @@ fn print_run(r: &RunRecord) {
     for s in &r.steps {
         println!(
             "\nstep {} ({} prompt tokens, {} reused; first token {:.0} ms, decode {:.0} ms, tool {:.0} ms)",
-            s.index, s.prompt_tokens, s.cached_tokens, s.ttft_ms, s.decode_ms, s.tool_ms
+            // Counted from 1, as `ask` and the app's timeline count (issue 17: this said
+            // "step 0" where `ask` said "step 1"); the JSON keeps the 0-based index.
+            s.index + 1, s.prompt_tokens, s.cached_tokens, s.ttft_ms, s.decode_ms, s.tool_ms
         );
         if !s.thought.is_empty() {
             println!("  thought: {}", s.thought);

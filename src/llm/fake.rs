@@ -53,6 +53,9 @@ pub struct RecordedRequest {
     pub has_grammar: bool,
     /// The grammar as text (GBNF, Lark, or the JSON Schema), for tests to read.
     pub grammar: Option<String>,
+    /// The contents a chat prompt marks as data (tokenized without special tokens by a real
+    /// model), tool results included.
+    pub untrusted: Vec<String>,
 }
 
 #[derive(Default)]
@@ -176,6 +179,19 @@ impl LanguageModel for FakeModel {
                     Grammar::Gbnf(s) | Grammar::Lark(s) => s.clone(),
                     Grammar::JsonSchema(v) => v.to_string(),
                 }),
+                untrusted: match &request.prompt {
+                    Prompt::Chat {
+                        messages,
+                        untrusted,
+                        ..
+                    } => messages
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, m)| m.role == "tool" || untrusted.contains(i))
+                        .map(|(_, m)| m.content.clone())
+                        .collect(),
+                    _ => Vec::new(),
+                },
             });
             let turn = st.turns.pop_front().ok_or_else(|| {
                 LlmError::Script(format!(

@@ -217,6 +217,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../agent/runs.sql"),
 ];
 
+/// How long a statement waits for another connection's write lock before failing as busy.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The schema version this build writes.
 pub fn latest_version() -> i64 {
     MIGRATIONS.len() as i64
@@ -257,11 +260,11 @@ fn configure(conn: &Connection) -> Result<(), WorkspaceError> {
     // WAL: readers (search, the agent's tools) never wait for the indexer, and a killed process
     // leaves a consistent database. NORMAL synchronous is durable at each checkpoint and
     // crash-safe, at a fraction of FULL's fsyncs.
-    conn.busy_timeout(Duration::from_secs(30))
+    conn.busy_timeout(BUSY_TIMEOUT)
+        .and_then(|_| wal(conn))
         .and_then(|_| {
             conn.execute_batch(
-                "PRAGMA journal_mode = WAL;
-                 PRAGMA synchronous = NORMAL;
+                "PRAGMA synchronous = NORMAL;
                  PRAGMA foreign_keys = ON;
                  PRAGMA temp_store = MEMORY;
                  PRAGMA journal_size_limit = 67108864;",
@@ -272,6 +275,24 @@ fn configure(conn: &Connection) -> Result<(), WorkspaceError> {
             source: e,
         })?;
     super::rank::register(conn)
+}
+
+/// Switches a new database to WAL. The switch needs the database to itself and SQLite does not
+/// wait for it (no busy handler): commands started together on a fresh home failed with
+/// "database is locked" (issue 17), so it is tried again for as long as the busy timeout.
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let started = std::time::Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())) {
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Applies the migrations this database has not seen, each in its own transaction.
@@ -290,23 +311,52 @@ fn migrate_to(conn: &Connection, target: i64) -> Result<(), WorkspaceError> {
             supported: latest_version(),
         });
     }
-    for (i, sql) in MIGRATIONS
-        .iter()
-        .enumerate()
-        .take(target as usize)
-        .skip(version as usize)
-    {
-        let to = i as i64 + 1;
-        let batch = format!("BEGIN IMMEDIATE;\n{sql}\nPRAGMA user_version = {to};\nCOMMIT;");
-        if let Err(e) = conn.execute_batch(&batch) {
-            let _ = conn.execute_batch("ROLLBACK");
-            return Err(WorkspaceError::Database {
-                context: format!("migrating the schema to version {to}"),
-                source: e,
-            });
+    // Up to date, the usual case: no write lock, so opening never waits for an indexer.
+    if version >= target {
+        return Ok(());
+    }
+    // Several commands started at once on a fresh home all find version 0. The version is read
+    // again inside each migration's write transaction, so a migration another process applied
+    // while this one waited for the lock is skipped instead of failing ("table repos already
+    // exists", issue 17).
+    loop {
+        conn.execute_batch("BEGIN IMMEDIATE")
+            .map_err(db_err("locking the database to migrate its schema".into()))?;
+        let step = (|| {
+            let version: i64 = conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(db_err("reading the schema version".into()))?;
+            if version > latest_version() {
+                return Err(WorkspaceError::NewerSchema {
+                    found: version,
+                    supported: latest_version(),
+                });
+            }
+            let Some(sql) = MIGRATIONS
+                .get(version as usize)
+                .filter(|_| version < target)
+            else {
+                return Ok(false);
+            };
+            let to = version + 1;
+            conn.execute_batch(&format!("{sql}\nPRAGMA user_version = {to};"))
+                .map_err(db_err(format!("migrating the schema to version {to}")))?;
+            Ok(true)
+        })();
+        match step {
+            Ok(more) => {
+                conn.execute_batch("COMMIT")
+                    .map_err(db_err("saving the migrated schema".into()))?;
+                if !more {
+                    return Ok(());
+                }
+            }
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(e);
+            }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -117,11 +117,14 @@ impl GitRepo {
         Ok(out)
     }
 
-    /// Commits reachable from HEAD, the local branches and the tags that are not in `known`
-    /// (already indexed, and so are their ancestors), newest first.
+    /// Commits reachable from HEAD, the local branches and the tags but not from `complete`
+    /// (commits indexed with their whole history), parents before children. Saved in this
+    /// order, a run killed at any point leaves every saved commit's history saved, so the next
+    /// run can take what it finds as complete (saved newest first, a killed run left the older
+    /// history out for good: issue 17).
     pub fn new_commit_ids(
         &self,
-        known: &HashSet<String>,
+        complete: &HashSet<String>,
     ) -> Result<Vec<gix::ObjectId>, WorkspaceError> {
         let mut tips: Vec<gix::ObjectId> = Vec::new();
         if let Ok(id) = self.repo.head_id() {
@@ -135,13 +138,13 @@ impl GitRepo {
                 }
             }
         }
-        tips.retain(|id| !known.contains(&id.to_string()));
+        tips.retain(|id| !complete.contains(&id.to_string()));
         tips.sort();
         tips.dedup();
         if tips.is_empty() {
             return Ok(Vec::new());
         }
-        let hidden: Vec<gix::ObjectId> = known
+        let hidden: Vec<gix::ObjectId> = complete
             .iter()
             .filter_map(|h| gix::ObjectId::from_hex(h.as_bytes()).ok())
             .collect();
@@ -154,12 +157,12 @@ impl GitRepo {
             ))
             .all()
             .map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
-        let mut ids = Vec::new();
+        let mut walked = Vec::new();
         for info in walk {
             let info = info.map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
-            ids.push(info.id);
+            walked.push((info.id, info.parent_ids.to_vec()));
         }
-        Ok(ids)
+        Ok(parents_first(walked))
     }
 
     /// One commit, with its changed files and line counts (against its first parent).
@@ -399,4 +402,80 @@ fn unified_diff(a: &str, b: &str) -> String {
     )
     .consume()
     .unwrap_or_else(|e| format!("(cannot render the diff: {e})\n"))
+}
+
+/// Orders commits (given newest first, with their parents) so that each comes after those of
+/// its parents that are in the list, the oldest history first. Iterative: a long history is
+/// a deep chain.
+fn parents_first(walked: Vec<(gix::ObjectId, Vec<gix::ObjectId>)>) -> Vec<gix::ObjectId> {
+    let index: std::collections::HashMap<gix::ObjectId, usize> = walked
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (*id, i))
+        .collect();
+    // 0: not reached, 1: waiting for its parents, 2: placed.
+    let mut state = vec![0u8; walked.len()];
+    let mut out = Vec::with_capacity(walked.len());
+    for start in (0..walked.len()).rev() {
+        if state[start] != 0 {
+            continue;
+        }
+        state[start] = 1;
+        let mut stack = vec![(start, 0usize)];
+        while let Some(&(node, next)) = stack.last() {
+            match walked[node].1.get(next) {
+                Some(parent) => {
+                    if let Some(top) = stack.last_mut() {
+                        top.1 += 1;
+                    }
+                    if let Some(&p) = index.get(parent) {
+                        if state[p] == 0 {
+                            state[p] = 1;
+                            stack.push((p, 0));
+                        }
+                    }
+                }
+                None => {
+                    state[node] = 2;
+                    out.push(walked[node].0);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parents_first;
+
+    fn id(n: u8) -> gix::ObjectId {
+        gix::ObjectId::Sha1([n; 20])
+    }
+
+    #[test]
+    fn parents_come_before_children_whatever_the_commit_times() {
+        // 1 <- 2 <- 4 (merge of 2 and 3), 1 <- 3 <- 4; 5 on top. Given in an order a walk by
+        // commit time gives when clocks were skewed: 3 looks older than 1.
+        let walked = vec![
+            (id(5), vec![id(4)]),
+            (id(4), vec![id(2), id(3)]),
+            (id(2), vec![id(1)]),
+            (id(1), vec![]),
+            (id(3), vec![id(1)]),
+        ];
+        let order = parents_first(walked.clone());
+        assert_eq!(order.len(), walked.len());
+        let at = |n: u8| order.iter().position(|x| *x == id(n)).unwrap();
+        for (child, parents) in &walked {
+            let c = order.iter().position(|x| x == child).unwrap();
+            for p in parents {
+                assert!(order.iter().position(|x| x == p).unwrap() < c, "{order:?}");
+            }
+        }
+        assert_eq!(at(1), 0);
+        // A parent outside the list (already indexed) is no constraint.
+        assert_eq!(parents_first(vec![(id(9), vec![id(8)])]), vec![id(9)]);
+    }
 }

@@ -2,11 +2,14 @@
 //! identifiers and error strings that ranked search would blur. Reads the files as they are on
 //! disk (as `rg` does), only those the index knows, in parallel.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use rusqlite::params;
 use serde::Serialize;
 
+use super::index::MAX_FILE_BYTES;
+use super::queries::read_confined_in;
 use super::{db_err, Workspace, WorkspaceError};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -94,8 +97,10 @@ impl Workspace {
                 .map(|slice| {
                     s.spawn(move || {
                         let mut hits = Vec::new();
-                        for (repo, abs, rel) in slice {
-                            let Ok(bytes) = std::fs::read(abs) else {
+                        for (repo, root, rel) in slice {
+                            // Checked now, not when indexed: a file swapped for a symlink out of
+                            // the repository or for a FIFO is skipped (issue 17).
+                            let Ok(bytes) = read_confined_in(root, rel, MAX_FILE_BYTES) else {
                                 continue;
                             };
                             for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
@@ -140,7 +145,8 @@ impl Workspace {
         })
     }
 
-    /// (repo name, absolute path, relative path) of the indexed files the query covers.
+    /// (repo name, the repository's real root, relative path) of the indexed files the query
+    /// covers.
     fn grep_candidates(
         &self,
         q: &GrepQuery,
@@ -167,13 +173,28 @@ impl Workspace {
             .map_err(db_err("listing files to search"))?;
         let rows = stmt
             .query_map(params![repo_id, glob], |r| {
-                let root: String = r.get(1)?;
-                let rel: String = r.get(2)?;
-                Ok((r.get::<_, String>(0)?, PathBuf::from(root).join(&rel), rel))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .map_err(db_err("listing files to search"))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(db_err("listing files to search"))
+        let rows: Vec<(String, String, String)> = rows
+            .collect::<Result<_, _>>()
+            .map_err(db_err("listing files to search"))?;
+        // A repository whose folder is gone has nothing to search.
+        let mut roots: HashMap<String, Option<PathBuf>> = HashMap::new();
+        let mut out = Vec::with_capacity(rows.len());
+        for (name, root, rel) in rows {
+            let real = roots
+                .entry(root)
+                .or_insert_with_key(|root| std::fs::canonicalize(root).ok());
+            if let Some(real) = real {
+                out.push((name, real.clone(), rel));
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -249,8 +249,30 @@ impl Workspace {
         let rows = stmt
             .query_map([], repo_from_row)
             .map_err(db_err("listing repositories"))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(db_err("listing repositories"))
+        let mut repos: Vec<Repo> = rows
+            .collect::<Result<_, _>>()
+            .map_err(db_err("listing repositories"))?;
+        for repo in &mut repos {
+            self.settle_status(repo)?;
+        }
+        Ok(repos)
+    }
+
+    /// A repository left "indexing" by a run whose process died (its lock is free) is shown as
+    /// interrupted, not as indexing until the next run (issue 17).
+    fn settle_status(&self, repo: &mut Repo) -> Result<(), WorkspaceError> {
+        if repo.status != "indexing" {
+            return Ok(());
+        }
+        if index::FileLock::try_acquire(&self.db_path, &format!("repo-{}", repo.id))?.is_some() {
+            repo.status = "interrupted".into();
+            repo.error = Some(
+                "indexing stopped before it finished (its process ended); \
+                 index it again to finish"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// A repository by name, owner/name, or path.
@@ -266,7 +288,10 @@ impl Workspace {
         )?;
         drop(conn);
         match found {
-            Some(r) => Ok(r),
+            Some(mut r) => {
+                self.settle_status(&mut r)?;
+                Ok(r)
+            }
             None => Err(WorkspaceError::UnknownRepo {
                 name: name.to_string(),
                 known: self.repos()?.into_iter().map(|r| r.name).collect(),

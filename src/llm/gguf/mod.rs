@@ -20,7 +20,6 @@ pub use write::{rewrite_metadata, GgufWriter, MetaEdit};
 use reader::HeaderReader;
 
 use std::fmt;
-use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -396,7 +395,9 @@ impl GgufHeader {
                 path: path.to_path_buf(),
             });
         }
-        let file = File::open(path).map_err(io_err)?;
+        // A FIFO named like a model hung `models list` (issue 17).
+        let file = crate::safe_open::open_regular(path, crate::safe_open::Links::Follow)
+            .map_err(io_err)?;
         Self::from_reader(path, BufReader::with_capacity(256 * 1024, file), meta.len())
     }
 

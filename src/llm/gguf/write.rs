@@ -1,6 +1,7 @@
 //! Writing GGUF files, for tests: whole files from metadata and tensor shapes, and copies of
 //! a real model with its metadata edited (realistic bad inputs).
 
+use std::fs::File;
 use std::io::Write;
 
 use super::*;

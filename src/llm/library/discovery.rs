@@ -244,9 +244,13 @@ fn ollama_models(
             [_, ns, model, tag] => format!("{ns}/{model}:{tag}"),
             _ => continue,
         };
-        let parsed: Result<serde_json::Value, String> = std::fs::read_to_string(&manifest)
-            .map_err(|e| e.to_string())
-            .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
+        let parsed: Result<serde_json::Value, String> = crate::safe_open::read_regular_text(
+            &manifest,
+            crate::safe_open::Links::Follow,
+            1 << 20,
+        )
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));
         let layer = parsed.as_ref().ok().and_then(|m| {
             m.get("layers")?
                 .as_array()?

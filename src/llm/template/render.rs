@@ -36,6 +36,8 @@ pub enum TemplateError {
     },
     #[error("chat template context is invalid: {0}")]
     Context(String),
+    #[error("chat template goes past Burrow's limits: {what}")]
+    Limit { what: String },
 }
 
 fn at_line(line: Option<usize>) -> String {
@@ -89,6 +91,7 @@ impl ChatTemplate {
                 line: None,
             })?;
         env.set_syntax(syntax);
+        env.set_fuel(Some(TEMPLATE_FUEL));
         env.set_undefined_behavior(UndefinedBehavior::Lenient);
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
         env.set_unknown_method_callback(unknown_method);
@@ -145,6 +148,14 @@ impl ChatTemplate {
             "strftime_now",
             move |fmt: String| -> Result<String, Error> { strftime(&clock(), &fmt) },
         );
+        if let Some(name) = doubling_set(source) {
+            return Err(TemplateError::Limit {
+                what: format!(
+                    "`set {name}` builds {name} from itself twice, doubling it each time it runs \
+                     (memory, not steps: fuel cannot stop it)"
+                ),
+            });
+        }
         let prepared = rewrite_markup_concat(&rewrite_generation_tags(source));
         env.add_template_owned(TEMPLATE_NAME, prepared)
             .map_err(|e| TemplateError::Syntax {
@@ -177,12 +188,108 @@ impl ChatTemplate {
                 line: e.line(),
             })?;
         let ctx = json_to_value(ctx);
-        tmpl.render(ctx).map_err(classify)
+        let mut out = Capped {
+            buf: Vec::new(),
+            over: false,
+        };
+        match tmpl.render_captured_to(ctx, &mut out) {
+            Ok(captured) => {
+                drop(captured);
+                String::from_utf8(out.buf).map_err(|_| TemplateError::Render {
+                    message: "the rendering is not UTF-8".into(),
+                    line: None,
+                })
+            }
+            Err(_) if out.over => Err(TemplateError::Limit {
+                what: format!("its output passed {} bytes", MAX_RENDER_BYTES),
+            }),
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => Err(TemplateError::Limit {
+                what: format!("it ran {TEMPLATE_FUEL} steps without finishing"),
+            }),
+            Err(e) => Err(classify(e)),
+        }
     }
 
     pub fn render(&self, ctx: &ChatContext) -> Result<String, TemplateError> {
         self.render_json(&ctx.to_json())
     }
+}
+
+/// The most instructions one rendering may run. The real templates (tests/chat_templates.rs
+/// renders 47) take at most a few thousand for a conversation; a template that loops for ever,
+/// or ten billion times, stops here in a fraction of a second (issue 17).
+pub const TEMPLATE_FUEL: u64 = 5_000_000;
+
+/// The most a rendering may write: a prompt past this is past any model's context anyway.
+pub const MAX_RENDER_BYTES: usize = 16 << 20;
+
+/// The rendering's output, refused past `MAX_RENDER_BYTES`.
+struct Capped {
+    buf: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > MAX_RENDER_BYTES {
+            self.over = true;
+            return Err(std::io::Error::other("the rendering is too large"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The variable of a `{% set name = … %}` whose value joins `name` with itself (`s ~ s`,
+/// `ns.s + ns.s`): run in a loop it doubles each time, and forty times asks for a terabyte in
+/// a few hundred steps, which fuel cannot stop. No real template does this
+/// (tests/chat_templates.rs); `ns.s + ("\n" if ns.s else "")` is not doubling: only terms of
+/// the top-level join that are the variable itself count.
+fn doubling_set(source: &str) -> Option<String> {
+    let mut rest = source;
+    while let Some(at) = rest.find("{%") {
+        rest = &rest[at + 2..];
+        let end = rest.find("%}").unwrap_or(rest.len());
+        let tag = rest[..end]
+            .trim_start_matches(['-', '+'])
+            .trim_end_matches(['-', '+'])
+            .trim();
+        rest = &rest[end..];
+        let Some((name, value)) = tag.strip_prefix("set ").and_then(|a| a.split_once('=')) else {
+            continue;
+        };
+        let name = name.trim();
+        if !name.is_empty() && join_terms(value).iter().filter(|t| **t == name).count() >= 2 {
+            return Some(name.to_string());
+        }
+    }
+    None
+}
+
+/// The terms of an expression's top-level `~` and `+` joins (outside brackets and strings).
+fn join_terms(expr: &str) -> Vec<&str> {
+    let mut terms = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0usize);
+    for (i, c) in expr.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth -= 1,
+            (None, '~' | '+') if depth == 0 => {
+                terms.push(expr[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    terms.push(expr[start..].trim());
+    terms
 }
 
 /// Marks errors raised by the template itself, so they are reported as the template's words.
@@ -221,6 +328,48 @@ mod tests {
     use super::*;
     use crate::llm::template::tests::render;
     use crate::llm::template::ChatMessage;
+
+    /// Issue 17, defect 4: a template that loops ten billion times rendered for ever, and one
+    /// that doubles a string forty times asked for a terabyte.
+    #[test]
+    fn runaway_templates_stop_with_a_clear_error() {
+        let started = std::time::Instant::now();
+        let endless = ChatTemplate::new(
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        )
+        .unwrap();
+        let err = endless.render_json(&serde_json::json!({})).unwrap_err();
+        assert!(
+            matches!(&err, TemplateError::Limit { what } if what.contains("steps")),
+            "{err}"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
+        for doubling in [
+            "{% set s = 'x' %}{% for i in range(40) %}{% set s = s ~ s %}{% endfor %}{{ s|length }}",
+            "{% set ns = namespace(s='x') %}{% for i in range(40) %}{%- set ns.s = ns.s + ns.s -%}{% endfor %}",
+        ] {
+            let err = ChatTemplate::new(doubling).unwrap_err();
+            assert!(matches!(err, TemplateError::Limit { .. }), "{doubling}: {err}");
+        }
+        // Growing by a constant is fine, and so is naming a variable twice without joining.
+        for fine in [
+            "{% set s = '' %}{% for i in range(3) %}{% set s = s ~ 'x' %}{% endfor %}{{ s }}",
+            "{% set s = 'a' %}{% set s = s if s else s %}{{ s }}",
+            "{% set s = 'a' %}{% set st = s ~ 't' %}{{ st }}",
+        ] {
+            assert!(ChatTemplate::new(fine)
+                .unwrap()
+                .render_json(&serde_json::json!({}))
+                .is_ok());
+        }
+        let huge =
+            ChatTemplate::new("{% for i in range(100000) %}{{ 'y' * 1000 }}{% endfor %}").unwrap();
+        let err = huge.render_json(&serde_json::json!({})).unwrap_err();
+        assert!(
+            matches!(&err, TemplateError::Limit { what } if what.contains("output")),
+            "{err}"
+        );
+    }
 
     #[test]
     fn raise_exception_is_a_template_error() {

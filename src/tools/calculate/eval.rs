@@ -104,6 +104,11 @@ pub(super) fn pow(base: Value, exponent: Value, column: usize) -> Result<Value, 
             if b.is_zero() && e.is_negative() {
                 return Err(CalcError::DivisionByZero { column });
             }
+            // x^0 is 1 for every x, 0^0 included (the convention of every math library;
+            // it said 0: issue 17).
+            if e.is_zero() {
+                return Ok(Value::Exact(One::one()));
+            }
             // 0, 1 and -1 stay small whatever the exponent.
             if b.is_zero() || b.abs().is_one() {
                 let odd = e.to_integer().is_odd();

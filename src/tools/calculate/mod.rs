@@ -158,6 +158,16 @@ mod tests {
             .to_string()
     }
 
+    /// Issue 17: `0^0` said 0; the convention (and every math library) says 1.
+    #[test]
+    fn anything_to_the_power_zero_is_one() {
+        for x in ["0", "5", "(-3)", "(1/2)", "0.5", "(-1)"] {
+            assert_eq!(eval(&format!("{x}^0")), "1", "{x}^0");
+        }
+        assert_eq!(eval("0^3"), "0");
+        assert_eq!(eval("(-1)^3"), "-1");
+    }
+
     #[test]
     fn mistakes_say_what_and_where() {
         assert_eq!(error("1 / (2 - 2)"), "division by zero at column 3");

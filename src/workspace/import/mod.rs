@@ -102,6 +102,29 @@ pub struct ReadStats {
     pub records: usize,
     /// Records that were recognised as none of the known shapes (counted, not fatal).
     pub ignored: usize,
+    /// Records whose text was cut to `MAX_BODY_CHARS` (or a title to `MAX_TITLE_CHARS`).
+    pub capped: usize,
+}
+
+/// The longest body (issue, pull request, comment, review, diff hunk) kept: GitHub's own limit,
+/// so only exports from elsewhere pass it. A 200 MB body imported at 1 GB peak memory, and
+/// every search it matched then took 3 s (issue 17).
+pub const MAX_BODY_CHARS: usize = 65_536;
+
+/// The longest title kept (GitHub's is 256).
+pub const MAX_TITLE_CHARS: usize = 1_024;
+
+/// Cuts `text` to its first `max` characters, saying so at its end. Whether it was cut.
+fn cap(text: &mut String, max: usize) -> bool {
+    let Some((at, _)) = text.char_indices().nth(max) else {
+        return false;
+    };
+    let total = text.chars().count();
+    text.truncate(at);
+    text.push_str(&format!(
+        "\n\n[cut by Burrow on import: the first {max} of {total} characters are kept]"
+    ));
+    true
 }
 
 /// Where parsed records go, one at a time (so an export of any size is read in bounded memory).
@@ -111,13 +134,23 @@ struct Sink<'a> {
 }
 
 impl Sink<'_> {
-    fn item(&mut self, item: Item) -> Result<(), WorkspaceError> {
+    fn item(&mut self, mut item: Item) -> Result<(), WorkspaceError> {
         self.stats.records += 1;
+        let body = item.body.as_mut().is_some_and(|b| cap(b, MAX_BODY_CHARS));
+        let title = item.title.as_mut().is_some_and(|t| cap(t, MAX_TITLE_CHARS));
+        if body || title {
+            self.stats.capped += 1;
+        }
         (self.on)(Record::Item(item))
     }
 
-    fn comment(&mut self, c: Comment) -> Result<(), WorkspaceError> {
+    fn comment(&mut self, mut c: Comment) -> Result<(), WorkspaceError> {
         self.stats.records += 1;
+        let body = cap(&mut c.body, MAX_BODY_CHARS);
+        let hunk = c.diff_hunk.as_mut().is_some_and(|h| cap(h, MAX_BODY_CHARS));
+        if body || hunk {
+            self.stats.capped += 1;
+        }
         (self.on)(Record::Comment(c))
     }
 }

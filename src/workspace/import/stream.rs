@@ -71,16 +71,29 @@ impl<R: std::io::BufRead> LineCounter<R> {
 /// back), each an object or an array of objects. Arrays are read element by element, so even
 /// one huge array takes memory for one record at a time.
 pub(super) fn read_file(path: &Path, sink: &mut Sink<'_>) -> Result<(), WorkspaceError> {
-    let file = std::fs::File::open(path).map_err(|source| WorkspaceError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let file = crate::safe_open::open_regular(path, crate::safe_open::Links::Follow).map_err(
+        |source| WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    )?;
     sink.stats.files += 1;
     let mut reader = LineCounter {
         inner: std::io::BufReader::with_capacity(1 << 16, file),
         line: 1,
         column: 0,
     };
+    // A UTF-8 byte-order mark, as Windows tools write one, is not JSON but says nothing
+    // either: skipped, not refused at column 1 (issue 17).
+    let bom = std::io::BufRead::fill_buf(&mut reader.inner)
+        .map(|buf| buf.starts_with(b"\xEF\xBB\xBF"))
+        .map_err(|source| WorkspaceError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if bom {
+        std::io::BufRead::consume(&mut reader.inner, 3);
+    }
     let mut values = 0;
     loop {
         let first = reader
@@ -237,6 +250,25 @@ fn kind_of(v: &Value) -> &'static str {
 mod tests {
     use crate::workspace::import::read;
     use crate::workspace::import::tests::write;
+
+    /// Issue 17: an export starting with a UTF-8 byte-order mark (common from Windows tools)
+    /// was refused at column 1.
+    #[test]
+    fn a_byte_order_mark_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "bom.json",
+            "\u{feff}[{\"number\": 3, \"title\": \"Crash\", \"state\": \"open\"}]",
+        );
+        let batch = read(&p).unwrap();
+        assert_eq!(batch.items.len(), 1);
+        assert_eq!(batch.items[&3].title.as_deref(), Some("Crash"));
+        // Only at the start: one further in is still not JSON, and says where.
+        let p = write(dir.path(), "late.json", "[]\n\u{feff}[]");
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2"), "{e}");
+    }
 
     #[test]
     fn garbled_json_names_the_file_and_position() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::{delete_docs, exec, IndexEvent, IndexPhase, IndexReport};
+use super::{begin_write, delete_docs, exec, IndexEvent, IndexPhase, IndexReport};
 use crate::workspace::text::{
     code_units, document_units, identifier_parts, identifier_terms, is_document, language_of,
     looks_binary,
@@ -120,9 +120,7 @@ pub(super) fn index_files(
 
     let total = walked.len() as u64;
     let mut seen: HashSet<String> = HashSet::with_capacity(walked.len());
-    let mut tx = conn
-        .transaction()
-        .map_err(db_err("starting a transaction"))?;
+    let mut tx = begin_write(conn, &repo.name, on_event)?;
     let mut in_tx = 0usize;
     for (i, w) in walked.into_iter().enumerate() {
         let done = i as u64 + 1;
@@ -139,9 +137,7 @@ pub(super) fn index_files(
         in_tx += 1;
         if in_tx >= FILES_PER_TRANSACTION {
             tx.commit().map_err(db_err("saving indexed files"))?;
-            tx = conn
-                .transaction()
-                .map_err(db_err("starting a transaction"))?;
+            tx = begin_write(conn, &repo.name, on_event)?;
             in_tx = 0;
             on_event(IndexEvent::Progress {
                 repo: repo.name.clone(),
@@ -251,7 +247,11 @@ fn index_one_file(
             return Ok(());
         }
     }
-    let bytes = match std::fs::read(abs) {
+    let bytes = match crate::safe_open::read_regular(
+        abs,
+        crate::safe_open::Links::Refuse,
+        MAX_FILE_BYTES,
+    ) {
         Ok(b) => b,
         Err(e) => return record_skip(tx, repo_id, rel, &format!("unreadable: {e}"), report),
     };

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use super::{delete_docs, exec, query_one, IndexEvent, IndexPhase, IndexReport};
+use super::{begin_write, delete_docs, exec, query_one, IndexEvent, IndexPhase, IndexReport};
 use crate::workspace::import::{self, Comment, Item, Record};
 use crate::workspace::text::identifier_terms;
 use crate::workspace::{db_err, now, WorkspaceError};
@@ -22,7 +22,7 @@ pub(super) fn write_import(
     slug: &str,
     on_event: &mut dyn FnMut(IndexEvent),
 ) -> Result<IndexReport, WorkspaceError> {
-    let tx = conn.transaction().map_err(db_err("starting the import"))?;
+    let tx = begin_write(conn, slug, on_event)?;
     let repo = match crate::workspace::repo_where(&tx, "remote = ?1", params![slug])? {
         Some(r) => r,
         None => {
@@ -101,6 +101,13 @@ pub(super) fn write_import(
     order.sort_unstable();
     for (_, _, id) in order {
         reindex_issue(&tx, id)?;
+    }
+    if stats.capped > 0 {
+        report.warnings.push(format!(
+            "{} records had text longer than GitHub allows; the first {} characters of each are kept",
+            stats.capped,
+            crate::workspace::import::MAX_BODY_CHARS
+        ));
     }
     if stats.ignored > 0 {
         report.warnings.push(format!(

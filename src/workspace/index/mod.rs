@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
 use serde::Serialize;
 
 use super::git::GitRepo;
@@ -90,6 +90,54 @@ where
 {
     conn.prepare_cached(sql)?.query_row(params, f)
 }
+
+/// Starts a write transaction as a write (`BEGIN IMMEDIATE`), waiting for as long as another
+/// process writes, and saying so once the wait passes a second. A deferred transaction that
+/// reads before it writes fails at once with "database is locked" when another writer got in
+/// first (a second import started beside another: issue 17); an immediate one takes the write
+/// lock first, where SQLite's busy handler waits.
+fn begin_write<'c>(
+    conn: &'c mut Connection,
+    repo: &str,
+    on_event: &mut dyn FnMut(IndexEvent),
+) -> Result<Transaction<'c>, WorkspaceError> {
+    let busy = |e: &rusqlite::Error| {
+        matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    };
+    let _ = conn.busy_timeout(WAIT_BEFORE_SAYING);
+    let mut said = false;
+    // Probe for the lock, then take it for real below (a transaction borrowed out of a loop
+    // cannot be returned from it); the real start waits with the full busy timeout.
+    loop {
+        match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;") {
+            Ok(()) => break,
+            Err(e) if busy(&e) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                if !said {
+                    said = true;
+                    on_event(IndexEvent::Note {
+                        repo: repo.to_string(),
+                        message: "waiting for another indexing run or import to finish writing"
+                            .into(),
+                    });
+                }
+            }
+            Err(e) => {
+                let _ = conn.busy_timeout(super::db::BUSY_TIMEOUT);
+                return Err(db_err("starting a write")(e));
+            }
+        }
+    }
+    let _ = conn.busy_timeout(super::db::BUSY_TIMEOUT);
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db_err("starting a write"))
+}
+
+/// How long a writer waits for another before saying it waits.
+const WAIT_BEFORE_SAYING: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn set_status(
     conn: &Connection,
@@ -201,9 +249,7 @@ fn index_local(
     if let Some(git) = &git {
         index_commits(conn, repo, git, &mut report, on_event)?;
         let refs = git.refs()?;
-        let tx = conn
-            .transaction()
-            .map_err(db_err("starting a transaction"))?;
+        let tx = begin_write(conn, &repo.name, on_event)?;
         exec(&tx, "DELETE FROM refs WHERE repo_id = ?1", [repo.id])
             .map_err(db_err("replacing refs"))?;
         for r in &refs {

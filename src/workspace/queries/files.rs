@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
-use super::{confined, safe_relative};
+use super::{read_confined, safe_relative};
 use crate::workspace::{db_err, Repo, Workspace, WorkspaceError};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -77,11 +77,7 @@ impl Workspace {
             });
         };
         drop(conn);
-        let abs = confined(&root, &rel)?;
-        let bytes = std::fs::read(&abs).map_err(|source| WorkspaceError::Io {
-            path: abs.clone(),
-            source,
-        })?;
+        let bytes = read_confined(&root, &rel, crate::workspace::index::MAX_FILE_BYTES)?;
         let text = String::from_utf8_lossy(&bytes);
         let all: Vec<&str> = text.lines().collect();
         let total = all.len();

@@ -11,7 +11,7 @@ mod files;
 mod issues;
 mod people;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use super::{Repo, Workspace, WorkspaceError};
 
@@ -48,25 +48,38 @@ fn safe_relative(path: &str) -> Result<String, WorkspaceError> {
     Ok(parts.join("/"))
 }
 
-/// The absolute path of an indexed file, checked to stay inside the repository even through
-/// symbolic links.
-fn confined(root: &Path, rel: &str) -> Result<PathBuf, WorkspaceError> {
+/// Reads an indexed file of the repository at `root` (see `read_confined_in`).
+pub(crate) fn read_confined(root: &Path, rel: &str, max: u64) -> Result<Vec<u8>, WorkspaceError> {
     let root = std::fs::canonicalize(root).map_err(|source| WorkspaceError::Io {
         path: root.to_path_buf(),
         source,
     })?;
+    read_confined_in(&root, rel, max)
+}
+
+/// Reads an indexed file, checked at read time, not when it was indexed: its real path (every
+/// symbolic link resolved now) must stay inside the repository (`root`, already canonical), the
+/// file is opened without following a final link, and only a regular file of at most `max`
+/// bytes is read. Every tool that reads the disk reads through here (`search_code` read through
+/// a symlink swapped in after indexing: issue 17).
+pub(crate) fn read_confined_in(
+    root: &Path,
+    rel: &str,
+    max: u64,
+) -> Result<Vec<u8>, WorkspaceError> {
     let full = root.join(rel);
     let real = std::fs::canonicalize(&full).map_err(|source| WorkspaceError::Io {
         path: full.clone(),
         source,
     })?;
-    if !real.starts_with(&root) {
+    if !real.starts_with(root) {
         return Err(WorkspaceError::Refused(format!(
             "{rel} points outside the repository (a symbolic link to {})",
             real.display()
         )));
     }
-    Ok(real)
+    crate::safe_open::read_regular(&real, crate::safe_open::Links::Refuse, max)
+        .map_err(|e| WorkspaceError::Refused(format!("{rel} cannot be read: {e}")))
 }
 
 impl Workspace {

@@ -73,6 +73,14 @@ impl fmt::Display for Kind {
 /// The most results one page holds.
 pub const MAX_LIMIT: usize = 100;
 
+/// The most words a query ranks by. About a thousand words (20 KB) passed SQLite's limit on a
+/// function's arguments and dumped kilobytes of SQL (issue 17); the rarest words carry the
+/// ranking anyway.
+pub const MAX_QUERY_WORDS: usize = 32;
+
+/// The furthest a page may start (`--offset 18446744073709551615` wrapped around: issue 17).
+pub const MAX_OFFSET: usize = 1_000_000;
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchQuery {
     pub text: String,
@@ -169,6 +177,12 @@ impl Workspace {
             ));
         }
         let limit = q.limit.clamp(1, MAX_LIMIT);
+        if q.offset > MAX_OFFSET {
+            return Err(WorkspaceError::BadQuery(format!(
+                "offset {} is past the furthest a page can start ({MAX_OFFSET})",
+                q.offset
+            )));
+        }
         let repo_id = q
             .repo
             .as_deref()
@@ -209,6 +223,7 @@ impl Workspace {
             }
             clauses.push(Clause { word, phrases: ps });
         }
+        let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
         let post = PostFilter::from_query(q);
         let needed = q.offset + limit + 1;
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
@@ -285,8 +300,46 @@ impl Workspace {
         Ok(SearchPage {
             hits,
             next_offset,
-            note: scope.note(ranked.unwrap_or(0), window, next_offset.is_none()),
+            note: join_notes(
+                cut,
+                scope.note(ranked.unwrap_or(0), window, next_offset.is_none()),
+            ),
         })
+    }
+}
+
+/// Keeps the `max` rarest words of a long query, in the query's order (words the index does
+/// not hold are left out first: they rank nothing), and says so.
+fn cut_to_rarest(clauses: &mut Vec<Clause>, max: usize) -> Option<String> {
+    if clauses.len() <= max {
+        return None;
+    }
+    let total = clauses.len();
+    let mut order: Vec<usize> = (0..total).collect();
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (clauses[a].rows(), clauses[b].rows());
+        (ra == 0.0).cmp(&(rb == 0.0)).then(ra.total_cmp(&rb))
+    });
+    let keep: std::collections::HashSet<usize> = order.into_iter().take(max).collect();
+    let mut i = 0;
+    clauses.retain(|_| {
+        i += 1;
+        keep.contains(&(i - 1))
+    });
+    Some(format!(
+        "the query has {total} words: ranked by its {max} rarest ({})",
+        clauses
+            .iter()
+            .map(|c| c.word.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    ))
+}
+
+fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
     }
 }
 
@@ -320,6 +373,30 @@ mod tests {
         let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
         ws.import(&file, "o/r", &mut |_| {}).unwrap();
         (dir, ws)
+    }
+
+    /// Issue 17, defect 8: about a thousand words gave "too many arguments on function
+    /// burrow_rank" and kilobytes of SQL; an offset near `u64::MAX` wrapped around.
+    #[test]
+    fn a_long_query_is_cut_to_its_rarest_words_and_says_so() {
+        let (_dir, ws) = imported(20, &[7]);
+        let mut text: Vec<String> = (0..1000).map(|i| format!("filler{i}")).collect();
+        text.extend(["wallet".into(), "keypool".into()]);
+        let page = ws.search(&query(&text.join(" "))).unwrap();
+        assert_eq!(numbers(&page).first(), Some(&7), "{page:?}");
+        let note = page.note.unwrap();
+        assert!(
+            note.contains("1002 words") && note.contains("keypool") && note.contains("wallet"),
+            "{note}"
+        );
+        let far = ws.search(&SearchQuery {
+            offset: usize::MAX,
+            ..query("wallet")
+        });
+        assert!(
+            matches!(&far, Err(WorkspaceError::BadQuery(m)) if m.contains("offset")),
+            "{far:?}"
+        );
     }
 
     fn numbers(page: &SearchPage) -> Vec<i64> {

@@ -1,7 +1,7 @@
 //! Wheels already downloaded into a folder (as `pip download` leaves them), served as the
 //! index would: for machines that cannot reach PyPI, and for tests.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::PathBuf;
 
 use super::{best_wheel, is_wheel_of, Download, FetchError, Fetcher, RemoteFile};
@@ -53,10 +53,12 @@ impl Fetcher for WheelDir {
                 message: format!("not in the folder of wheels {}", self.dir.display()),
             });
         }
-        let file = File::open(&path).map_err(|source| FetchError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let file = crate::safe_open::open_regular(&path, crate::safe_open::Links::Follow).map_err(
+            |source| FetchError::Io {
+                path: path.clone(),
+                source,
+            },
+        )?;
         let length = file.metadata().ok().map(|m| m.len());
         Ok(Download {
             reader: Box::new(file),

@@ -206,7 +206,8 @@ pub fn is_verified(path: &Path, entry: &CatalogueEntry) -> Result<bool, FetchErr
     if len != entry.size {
         return Ok(false);
     }
-    let mut file = File::open(path).map_err(io_error(path))?;
+    let mut file = crate::safe_open::open_regular(path, crate::safe_open::Links::Follow)
+        .map_err(io_error(path))?;
     let mut hasher = Sha256::new();
     io::copy(&mut file, &mut hasher).map_err(io_error(path))?;
     Ok(hex(&hasher.finalize()).eq_ignore_ascii_case(&entry.sha256))
