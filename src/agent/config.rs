@@ -25,6 +25,9 @@ pub struct AgentConfig {
     pub persona: String,
     /// What the model is told about the workspace up front.
     pub task_context: String,
+    /// The repositories a tool's `repo` argument may name (their names and `owner/name`s);
+    /// empty: any. SmolLM2 filled `repo` with text it made up, and every such call failed.
+    pub repos: Vec<String>,
     pub sampling: SamplingParams,
     /// Tokens one step may write. Under a grammar, every string and list of a step is bounded
     /// (a thought, an answer, a plan), and the default leaves room for the longest such step
@@ -62,6 +65,7 @@ impl Default for AgentConfig {
             few_shot: false,
             persona: super::prompt::DEFAULT_PERSONA.to_string(),
             task_context: String::new(),
+            repos: Vec::new(),
             // Greedy, for reproducible runs, with a light repetition penalty: small models
             // otherwise fall into loops inside a string ("todo_list_todo_list_...").
             sampling: SamplingParams {

@@ -47,6 +47,7 @@ impl Agent<'_> {
             cites: &cites,
             made: &made,
             openable: &openable,
+            repos: &self.config.repos,
         };
         // The plan never takes two steps in a row: Qwen2.5-Coder-0.5B (tool-calls) rewrote
         // its plan at every step until the limit. After a plan step the next one acts or

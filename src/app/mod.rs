@@ -594,12 +594,28 @@ impl App {
     pub fn agent<'a>(
         &'a self,
         model: &'a dyn LanguageModel,
-        config: AgentConfig,
+        mut config: AgentConfig,
     ) -> Result<Agent<'a>, AppError> {
+        if config.repos.is_empty() {
+            config.repos = self.repo_names()?;
+        }
         Ok(Agent::new(model, &self.tools, config)?
             .with_store(&*self.workspace)
             .with_warm_start(self.home.warm_start_dir())
             .with_hook(Arc::new(TracingHook)))
+    }
+
+    /// The names a tool's `repo` argument takes: each repository's name, and its `owner/name`
+    /// when it has one.
+    pub fn repo_names(&self) -> Result<Vec<String>, AppError> {
+        let mut names = Vec::new();
+        for r in self.workspace.repos()? {
+            if let Some(remote) = r.remote.filter(|remote| *remote != r.name) {
+                names.push(remote);
+            }
+            names.push(r.name);
+        }
+        Ok(names)
     }
 
     /// Stops the run in progress; it ends as cancelled with every step so far kept.

@@ -35,6 +35,8 @@ pub struct StepShape<'a> {
     pub made: &'a [Action],
     /// The items a tool that opens one may open: those the run saw and those the task names.
     pub openable: &'a [Locator],
+    /// What a `repo` argument may name (empty: anything; see `AgentConfig::repos`).
+    pub repos: &'a [String],
 }
 
 /// The grammar of one step. For `tool-calls` the final answer is the `final_answer` tool, so
@@ -44,7 +46,10 @@ pub fn step_grammar(
     tools: &[ToolSpec],
     shape: StepShape<'_>,
 ) -> Result<Grammar, GrammarError> {
-    let tools = &without_calls_made(&opening_only(tools, shape.openable, shape.made), shape.made);
+    let tools = &without_calls_made(
+        &opening_only(&in_repos(tools, shape.repos), shape.openable, shape.made),
+        shape.made,
+    );
     // A protocol that answers with a tool has its final form among `tools`.
     let final_form = shape.allow_final && !protocol.answers_with_tool();
     if tools.is_empty() && !final_form {
@@ -137,6 +142,23 @@ fn opening_only(tools: &[ToolSpec], openable: &[Locator], made: &[Action]) -> Ve
     } else {
         held
     }
+}
+
+/// The tools with a `repo` argument held to the workspace's repositories.
+fn in_repos(tools: &[ToolSpec], repos: &[String]) -> Vec<ToolSpec> {
+    if repos.is_empty() {
+        return tools.to_vec();
+    }
+    tools
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            if let Some(repo) = t.parameters.pointer_mut("/properties/repo") {
+                *repo = json!({ "enum": repos });
+            }
+            t
+        })
+        .collect()
 }
 
 /// Whether a call's argument `opened` named the item `value` offers: the same number, or

@@ -434,3 +434,33 @@ fn a_tool_opens_only_items_the_run_saw() {
     let with_repo = r#"{"thought": "look", "action": {"name": "get_issue", "arguments": {"number": 7, "repo": "o/r"}}}"#;
     assert!(!g.accepts(with_repo).unwrap());
 }
+
+/// A `repo` argument names one of the workspace's repositories: SmolLM2 filled it with text it
+/// made up (a date, a URL), and each such call failed.
+#[test]
+fn a_repo_argument_names_a_repository_of_the_workspace() {
+    let tools = vec![spec_for::<OpenIssueInput>("get_issue")];
+    let seen = [Locator::issue_or_pr("o/r", 7, false)];
+    let repos = ["o/r".to_string(), "ripgrep".to_string()];
+    let call = |repo: &str| {
+        format!(
+            r#"{{"thought": "look", "action": {{"name": "get_issue", "arguments": {{"number": 7, "repo": "{repo}"}}}}}}"#
+        )
+    };
+    let shape = StepShape {
+        allow_final: true,
+        openable: &seen,
+        repos: &repos,
+        ..Default::default()
+    };
+    let g = step_grammar(Protocol::JsonAction, &tools, shape).unwrap();
+    assert!(g.accepts(&call("o/r")).unwrap() && g.accepts(&call("ripgrep")).unwrap());
+    assert!(!g.accepts(&call("github.com/bitcoin/Bitcoin-Qt")).unwrap());
+    // Without the workspace's names, any repository may be named.
+    let open = StepShape {
+        repos: &[],
+        ..shape
+    };
+    let g = step_grammar(Protocol::JsonAction, &tools, open).unwrap();
+    assert!(g.accepts(&call("github.com/bitcoin/Bitcoin-Qt")).unwrap());
+}
