@@ -5,6 +5,8 @@
 pub mod agent;
 pub mod app;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod llm;
 pub mod safe_open;
 pub mod tools;

@@ -378,29 +378,20 @@ fn a_model_whose_chat_template_never_ends_is_refused_naming_it() {
         )],
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args([
-            "chat",
-            "--model",
-            evil.to_str().unwrap(),
-            "--max-tokens",
-            "4",
-            "hi",
-        ])
-        .env("BURROW_HOME", dir.path().join("home"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > std::time::Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("chat hung on the template");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = common::output_within(
+        std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+            .args([
+                "chat",
+                "--model",
+                evil.to_str().unwrap(),
+                "--max-tokens",
+                "4",
+                "hi",
+            ])
+            .env("BURROW_HOME", dir.path().join("home")),
+        std::time::Duration::from_secs(60),
+        "chat on an endless template",
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(

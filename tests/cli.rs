@@ -743,20 +743,11 @@ fn a_fifo_named_like_a_model_or_an_export_is_refused_not_waited_on() {
         if dirs {
             cmd.env("BURROW_MODEL_DIRS", &models);
         }
-        let mut child = cmd
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if started.elapsed() > std::time::Duration::from_secs(30) {
-                child.kill().unwrap();
-                panic!("{args:?} hung on a FIFO");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let out = child.wait_with_output().unwrap();
+        let out = common::output_within(
+            &mut cmd,
+            std::time::Duration::from_secs(30),
+            &format!("{args:?} on a FIFO"),
+        );
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("FIFO"), "{args:?}: {stderr}");
     }

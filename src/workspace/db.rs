@@ -300,19 +300,27 @@ pub fn migrate(conn: &Connection) -> Result<(), WorkspaceError> {
     migrate_to(conn, latest_version())
 }
 
-fn migrate_to(conn: &Connection, target: i64) -> Result<(), WorkspaceError> {
-    let db_err = |context: String| move |source| WorkspaceError::Database { context, source };
+/// The schema version the database is at, refused when a newer build wrote it.
+fn schema_version(conn: &Connection) -> Result<i64, WorkspaceError> {
     let version: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(db_err("reading the schema version".into()))?;
+        .map_err(|source| WorkspaceError::Database {
+            context: "reading the schema version".into(),
+            source,
+        })?;
     if version > latest_version() {
         return Err(WorkspaceError::NewerSchema {
             found: version,
             supported: latest_version(),
         });
     }
+    Ok(version)
+}
+
+fn migrate_to(conn: &Connection, target: i64) -> Result<(), WorkspaceError> {
+    let db_err = |context: String| move |source| WorkspaceError::Database { context, source };
     // Up to date, the usual case: no write lock, so opening never waits for an indexer.
-    if version >= target {
+    if schema_version(conn)? >= target {
         return Ok(());
     }
     // Several commands started at once on a fresh home all find version 0. The version is read
@@ -323,15 +331,7 @@ fn migrate_to(conn: &Connection, target: i64) -> Result<(), WorkspaceError> {
         conn.execute_batch("BEGIN IMMEDIATE")
             .map_err(db_err("locking the database to migrate its schema".into()))?;
         let step = (|| {
-            let version: i64 = conn
-                .query_row("PRAGMA user_version", [], |r| r.get(0))
-                .map_err(db_err("reading the schema version".into()))?;
-            if version > latest_version() {
-                return Err(WorkspaceError::NewerSchema {
-                    found: version,
-                    supported: latest_version(),
-                });
-            }
+            let version = schema_version(conn)?;
             let Some(sql) = MIGRATIONS
                 .get(version as usize)
                 .filter(|_| version < target)

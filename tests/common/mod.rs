@@ -74,3 +74,30 @@ pub fn git(dir: &Path, args: &[&str], date: &str, who: (&str, &str)) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Runs `cmd` with its output captured and fails the test if it has not ended within `limit`:
+/// for the defects that were hangs.
+pub fn output_within(
+    cmd: &mut Command,
+    limit: std::time::Duration,
+    what: &str,
+) -> std::process::Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the command starts");
+    let started = std::time::Instant::now();
+    while child
+        .try_wait()
+        .expect("the command can be waited on")
+        .is_none()
+    {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{what} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("the command's output")
+}

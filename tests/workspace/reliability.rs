@@ -362,3 +362,52 @@ fn imported_bodies_are_kept_to_githubs_limit() {
     assert_eq!(search(&ws, "zebrafinch", &[Kind::Issue]).len(), 1);
     assert!(search(&ws, "pangolin", &[Kind::Issue]).is_empty());
 }
+
+/// Issue 17, crash safety: `workspace import` killed at several moments leaves a database that
+/// is whole (integrity check) and holds either nothing of the import or all of it (one
+/// transaction), and the next import gives exactly what a clean one gives.
+#[test]
+fn an_import_killed_at_any_moment_leaves_nothing_half_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let backup = fixtures().join("bitcoin-core-gui-backup");
+    let clean = {
+        let ws = open(&dir.path().join("clean"));
+        ws.import(&backup, "bitcoin-core/gui", &mut |_| {}).unwrap();
+        let s = &ws.status().unwrap()[0];
+        (s.issues, s.pull_requests, s.comments, s.documents)
+    };
+    for (n, after_ms) in [50u64, 400, 1500].into_iter().enumerate() {
+        let home = dir.path().join(format!("home{n}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_burrow"))
+            .args(["workspace", "import", "--repo", "bitcoin-core/gui"])
+            .arg(&backup)
+            .env("BURROW_HOME", &home)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(after_ms));
+        let finished = child.try_wait().unwrap().is_some();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let ws = open(&home);
+        let check: String = rusqlite::Connection::open(home.join("workspace.db"))
+            .unwrap()
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        let partial: Vec<_> = ws
+            .status()
+            .unwrap()
+            .iter()
+            .map(|s| (s.issues, s.pull_requests, s.comments, s.documents))
+            .collect();
+        assert!(
+            partial.is_empty() || partial == [clean] || finished,
+            "killed after {after_ms} ms: {partial:?}"
+        );
+        ws.import(&backup, "bitcoin-core/gui", &mut |_| {}).unwrap();
+        let s = &ws.status().unwrap()[0];
+        assert_eq!((s.issues, s.pull_requests, s.comments, s.documents), clean);
+    }
+}

@@ -186,6 +186,17 @@ pub fn read(path: &Path) -> Result<Batch, WorkspaceError> {
     })
 }
 
+/// Reads one export file's bytes (what `read` does with a file; for fuzzing).
+pub fn read_bytes(name: &Path, data: &[u8]) -> Result<ReadStats, WorkspaceError> {
+    let mut on = |_: Record| Ok(());
+    let mut sink = Sink {
+        on: &mut on,
+        stats: ReadStats::default(),
+    };
+    stream::read_from(name, data, &mut sink)?;
+    Ok(sink.stats)
+}
+
 fn shape_err(path: &Path, what: impl Into<String>) -> WorkspaceError {
     WorkspaceError::Import {
         path: path.to_path_buf(),

@@ -77,9 +77,18 @@ pub(super) fn read_file(path: &Path, sink: &mut Sink<'_>) -> Result<(), Workspac
             source,
         },
     )?;
+    read_from(path, std::io::BufReader::with_capacity(1 << 16, file), sink)
+}
+
+/// Parses what `inner` reads as one export file named `path` (see `read_file`).
+pub(super) fn read_from<R: std::io::BufRead>(
+    path: &Path,
+    inner: R,
+    sink: &mut Sink<'_>,
+) -> Result<(), WorkspaceError> {
     sink.stats.files += 1;
     let mut reader = LineCounter {
-        inner: std::io::BufReader::with_capacity(1 << 16, file),
+        inner,
         line: 1,
         column: 0,
     };

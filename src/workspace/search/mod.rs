@@ -8,7 +8,7 @@
 //! statements, and `snippet` locates and marks the words in each hit's text.
 
 mod plan;
-mod query;
+pub(crate) mod query;
 mod snippet;
 mod sql;
 
