@@ -19,16 +19,16 @@ export PATH="$HOME/.cargo/bin:$PATH"
 rustup toolchain list | grep -q '^nightly' ||
     { echo "fuzzing needs the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
 command -v cargo-fuzz >/dev/null || cargo +nightly install cargo-fuzz --locked
-# The llama.cpp build is shared with nothing else here; keep it between runs.
-export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$PWD/fuzz/target}"
-# llama.cpp as the main build makes it: see setup.sh.
+# Kept between runs: the instrumented build (llama.cpp included) takes a while the first time.
+tdir="${FUZZ_TARGET_DIR:-$PWD/fuzz/target}"
+# llama.cpp built for the CPUs the main build targets (native dies with SIGILL here: setup.sh).
 export RUSTFLAGS="${RUSTFLAGS:-} -C target-cpu=x86-64-v3"
 status=0
 for t in "${targets[@]}"; do
-    fresh="$CARGO_TARGET_DIR/corpus/$t"
+    fresh="$tdir/corpus/$t"
     mkdir -p "$fresh" "fuzz/corpus/$t"
-    log="$CARGO_TARGET_DIR/fuzz-$t.log"
-    if (cd fuzz && cargo +nightly fuzz run "$t" "$fresh" "../fuzz/corpus/$t" -- \
+    log="$tdir/fuzz-$t.log"
+    if (cd fuzz && cargo +nightly fuzz run --target-dir "$tdir" "$t" "$fresh" "corpus/$t" -- \
         -max_total_time="$secs" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1) >"$log" 2>&1; then
         found="no findings"
     else

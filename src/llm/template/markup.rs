@@ -17,7 +17,9 @@ pub(super) fn rewrite_generation_tags(source: &str) -> String {
     while let Some(start) = rest.find("{%") {
         out.push_str(&rest[..start]);
         let tag = &rest[start..];
-        let Some(end) = tag.find("%}") else {
+        // The closing `%}` comes after the opening `{%`, not inside it: in `{%}` they share
+        // the `%`, and slicing between them panicked (found by fuzzing, issue 17).
+        let Some(end) = tag[2..].find("%}").map(|e| e + 2) else {
             out.push_str(tag);
             return out;
         };
@@ -251,6 +253,20 @@ mod tests {
         let src = "{% for m in messages %}\n  {%- generation -%}\n {{ m }}\n{%- endgeneration %}\n{% endfor %}";
         let out = render(src, serde_json::json!({"messages": ["a", "b"]})).unwrap();
         assert_eq!(out, "ab");
+    }
+
+    /// Found by fuzzing (issue 17; fuzz/regressions/template/): a tag whose `%}` shares the
+    /// `%` of its `{%` (`{%}`) panicked while rewriting, so a GGUF carrying such a template
+    /// crashed Burrow. Now it is refused as a syntax error like any broken template.
+    #[test]
+    fn a_tag_that_closes_inside_its_opening_is_a_syntax_error_not_a_panic() {
+        for src in ["{%}", "x {%} y", "{%-}", "{%}%}", "{%"] {
+            assert!(
+                crate::llm::template::ChatTemplate::new(src).is_err(),
+                "{src:?} compiles"
+            );
+        }
+        assert_eq!(super::rewrite_generation_tags("a {%} b"), "a {%} b");
     }
 
     #[test]
