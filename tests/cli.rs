@@ -752,3 +752,99 @@ fn a_fifo_named_like_a_model_or_an_export_is_refused_not_waited_on() {
         assert!(stderr.contains("FIFO"), "{args:?}: {stderr}");
     }
 }
+
+/// Issue 17, crash safety: `ask` killed at several points (after its first step, after its
+/// third) leaves a whole database, the run marked interrupted with every completed step kept
+/// and none half-written, and `--resume` carries it on from there to an end.
+#[test]
+fn ask_killed_at_several_points_keeps_its_steps_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("notes");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("README.md"),
+        "# Notes\n\nThe release is planned for May. The wallet crash is tracked in #918.\n",
+    )
+    .unwrap();
+    let out = burrow(
+        home.path(),
+        &["workspace", "add", project.to_str().unwrap()],
+    );
+    assert!(out.status.success());
+    let db = home.path().join("workspace.db");
+    let steps_of = |id: i64| -> i64 {
+        rusqlite::Connection::open(&db)
+            .and_then(|c| {
+                c.query_row("SELECT count(*) FROM steps WHERE run_id = ?1", [id], |r| {
+                    r.get(0)
+                })
+            })
+            .unwrap_or(0)
+    };
+    let newest_run = || -> Option<i64> {
+        rusqlite::Connection::open(&db)
+            .and_then(|c| c.query_row("SELECT max(id) FROM runs", [], |r| r.get(0)))
+            .ok()
+            .flatten()
+    };
+    for kill_after in [1i64, 3] {
+        let before = newest_run();
+        let mut child = burrow_cmd(
+            home.path(),
+            &[
+                "ask",
+                "When is the release planned?",
+                "--protocol",
+                "json-action",
+                "--max-steps",
+                "6",
+                "--min-steps",
+                "5",
+                "--json",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        let started = std::time::Instant::now();
+        let id = loop {
+            match newest_run() {
+                Some(id) if Some(id) != before && steps_of(id) >= kill_after => break id,
+                _ => {}
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the run ended before the kill"
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(300));
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let kept = steps_of(id);
+        assert!(kept >= kill_after, "{kept}");
+        let check: String = rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
+        let shown = json(&burrow(
+            home.path(),
+            &["runs", "show", &id.to_string(), "--json"],
+        ));
+        assert_eq!(shown["status"], "interrupted", "{shown}");
+        let steps = shown["steps"].as_array().unwrap();
+        assert_eq!(steps.len() as i64, kept);
+        for (i, s) in steps.iter().enumerate() {
+            assert_eq!(s["index"], i, "steps kept in order, none missing");
+        }
+        let out = burrow(home.path(), &["ask", "--resume", &id.to_string(), "--json"]);
+        let run: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_ne!(run["status"], "interrupted");
+        let resumed = run["steps"].as_array().unwrap();
+        assert!(resumed.len() as i64 > kept, "{run}");
+        assert_eq!(&resumed[..kept as usize], steps.as_slice());
+    }
+}

@@ -63,6 +63,9 @@ pub trait RunStore: Send + Sync {
     fn run(&self, id: i64) -> Result<RunRecord, WorkspaceError>;
 }
 
+/// The lock held while a run is inserted and takes its own lock.
+const STARTING: &str = "runs-starting";
+
 fn lock_key(id: i64) -> String {
     format!("run-{id}")
 }
@@ -75,6 +78,11 @@ impl RunStore for Workspace {
         model: Option<&str>,
         protocol: &str,
     ) -> Result<RunHandle, WorkspaceError> {
+        // Another process could see the run between the insert and its lock, lock-free, and
+        // take it for orphaned: both hold `runs-starting` meanwhile (a grace period of a few
+        // seconds did this before, and a run killed in its first seconds read as running:
+        // issue 17).
+        let _starting = FileLock::acquire(self.db_path(), STARTING)?;
         let id = {
             let conn = self.conn();
             conn.execute(
@@ -85,9 +93,6 @@ impl RunStore for Workspace {
             .map_err(db_err("recording a run"))?;
             conn.last_insert_rowid()
         };
-        // Another process could see the run between the insert and the lock, lock-free, and
-        // take it for orphaned: `interrupt_orphaned_runs` leaves runs younger than a few
-        // seconds alone.
         let lock = FileLock::acquire(self.db_path(), &lock_key(id))?;
         Ok(RunHandle::new(id, lock))
     }
@@ -144,23 +149,21 @@ impl RunStore for Workspace {
     /// Marks interrupted the runs still marked running whose process is gone (their lock is
     /// free). Returns their ids.
     fn interrupt_orphaned_runs(&self) -> Result<Vec<i64>, WorkspaceError> {
-        let running: Vec<(i64, i64)> = {
+        // No run is between its insert and its lock while this is held (see `start_run`).
+        let _starting = FileLock::acquire(self.db_path(), STARTING)?;
+        let running: Vec<i64> = {
             let conn = self.conn();
             let mut st = conn
-                .prepare("SELECT id, started_at FROM runs WHERE status = 'running'")
+                .prepare("SELECT id FROM runs WHERE status = 'running'")
                 .map_err(db_err("listing running runs"))?;
             let rows = st
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_map([], |r| r.get(0))
                 .map_err(db_err("listing running runs"))?;
             rows.collect::<Result<_, _>>()
                 .map_err(db_err("listing running runs"))?
         };
         let mut interrupted = Vec::new();
-        for (id, started) in running {
-            // A run just inserted may not hold its lock yet.
-            if now() - started < 5 {
-                continue;
-            }
+        for id in running {
             if let Some(_free) = FileLock::try_acquire(self.db_path(), &lock_key(id))? {
                 self.conn()
                     .execute(
