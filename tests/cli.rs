@@ -602,12 +602,9 @@ fn runs_list_and_show() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("there is no run 999"));
 }
 
-/// Issue #4: `burrow ask` with a real model (SmolLM2, the test home's default), its grammar on: every step parses, the
-/// run ends, and `--json`, `--trace` and the database tell the same steps.
-#[test]
-fn ask_runs_the_agent_and_keeps_a_trace() {
-    let home = tempfile::tempdir().unwrap();
-    let project = home.path().join("notes");
+/// A workspace of one folder whose README says when the release is planned, in `home`.
+fn notes_workspace(home: &Path) {
+    let project = home.join("notes");
     std::fs::create_dir_all(&project).unwrap();
     std::fs::write(
         project.join("README.md"),
@@ -615,7 +612,7 @@ fn ask_runs_the_agent_and_keeps_a_trace() {
     )
     .unwrap();
     let out = burrow(
-        home.path(),
+        home,
         &["workspace", "add", project.to_str().unwrap(), "--json"],
     );
     assert!(
@@ -623,6 +620,14 @@ fn ask_runs_the_agent_and_keeps_a_trace() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Issue #4: `burrow ask` with a real model (SmolLM2, the test home's default), its grammar on: every step parses, the
+/// run ends, and `--json`, `--trace` and the database tell the same steps.
+#[test]
+fn ask_runs_the_agent_and_keeps_a_trace() {
+    let home = tempfile::tempdir().unwrap();
+    notes_workspace(home.path());
     let trace = home.path().join("trace.jsonl");
     let out = burrow(
         home.path(),
@@ -759,18 +764,7 @@ fn a_fifo_named_like_a_model_or_an_export_is_refused_not_waited_on() {
 #[test]
 fn ask_killed_at_several_points_keeps_its_steps_and_resumes() {
     let home = tempfile::tempdir().unwrap();
-    let project = home.path().join("notes");
-    std::fs::create_dir_all(&project).unwrap();
-    std::fs::write(
-        project.join("README.md"),
-        "# Notes\n\nThe release is planned for May. The wallet crash is tracked in #918.\n",
-    )
-    .unwrap();
-    let out = burrow(
-        home.path(),
-        &["workspace", "add", project.to_str().unwrap()],
-    );
-    assert!(out.status.success());
+    notes_workspace(home.path());
     let db = home.path().join("workspace.db");
     let steps_of = |id: i64| -> i64 {
         rusqlite::Connection::open(&db)
