@@ -83,7 +83,7 @@ impl Config {
         let text = match crate::safe_open::read_regular_text(
             path,
             crate::safe_open::Links::Follow,
-            1 << 20,
+            crate::safe_open::SMALL_FILE_BYTES,
         ) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),

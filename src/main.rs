@@ -81,24 +81,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", report(&e));
+            eprintln!("error: {}", cli::report(&e));
             ExitCode::FAILURE
         }
     }
-}
-
-/// The error and its causes, each once: errors that show their source in their own message
-/// (`path: No such file or directory`) would otherwise print it twice.
-fn report(e: &anyhow::Error) -> String {
-    let mut out = e.to_string();
-    for cause in e.chain().skip(1) {
-        let cause = cause.to_string();
-        if !out.ends_with(&cause) {
-            out.push_str(": ");
-            out.push_str(&cause);
-        }
-    }
-    out
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {

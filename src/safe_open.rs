@@ -7,6 +7,9 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read};
 use std::path::Path;
 
+/// The most a settings, config or manifest file may hold: a larger one is not Burrow's.
+pub const SMALL_FILE_BYTES: u64 = 1 << 20;
+
 /// Whether a symbolic link as the path's last component is followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Links {

@@ -193,7 +193,7 @@ pub fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
         match reply {
             Ok(text) => messages.push(ChatMessage::assistant(text)),
             Err(e) => {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", super::report(&e));
                 messages.pop();
             }
         }

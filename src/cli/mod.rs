@@ -9,3 +9,17 @@ pub mod models;
 pub mod runs;
 pub mod template;
 pub mod workspace;
+
+/// The error and its causes, each once: errors that show their source in their own message
+/// (`path: No such file or directory`) would otherwise print it twice.
+pub fn report(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !out.ends_with(&cause) {
+            out.push_str(": ");
+            out.push_str(&cause);
+        }
+    }
+    out
+}

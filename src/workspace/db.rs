@@ -217,6 +217,14 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../agent/runs.sql"),
 ];
 
+/// Whether SQLite refused for another connection's lock (trying again may work).
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 /// How long a statement waits for another connection's write lock before failing as busy.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -64,10 +64,7 @@ impl WorkspaceError {
     /// Whether trying again may work (the database was busy or locked by another writer).
     pub fn is_transient(&self) -> bool {
         match self {
-            WorkspaceError::Database { source, .. } => matches!(
-                source.sqlite_error_code(),
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-            ),
+            WorkspaceError::Database { source, .. } => db::is_busy(source),
             WorkspaceError::Io { source, .. } => matches!(
                 source.kind(),
                 std::io::ErrorKind::Interrupted
@@ -264,7 +261,7 @@ impl Workspace {
         if repo.status != "indexing" {
             return Ok(());
         }
-        if index::FileLock::try_acquire(&self.db_path, &format!("repo-{}", repo.id))?.is_some() {
+        if index::FileLock::try_acquire(&self.db_path, &index::repo_lock_key(repo.id))?.is_some() {
             repo.status = "interrupted".into();
             repo.error = Some(
                 "indexing stopped before it finished (its process ended); \

@@ -247,7 +247,7 @@ fn ollama_models(
         let parsed: Result<serde_json::Value, String> = crate::safe_open::read_regular_text(
             &manifest,
             crate::safe_open::Links::Follow,
-            1 << 20,
+            crate::safe_open::SMALL_FILE_BYTES,
         )
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()));

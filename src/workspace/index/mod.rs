@@ -101,12 +101,6 @@ fn begin_write<'c>(
     repo: &str,
     on_event: &mut dyn FnMut(IndexEvent),
 ) -> Result<Transaction<'c>, WorkspaceError> {
-    let busy = |e: &rusqlite::Error| {
-        matches!(
-            e.sqlite_error_code(),
-            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-        )
-    };
     let _ = conn.busy_timeout(WAIT_BEFORE_SAYING);
     let mut said = false;
     // Probe for the lock, then take it for real below (a transaction borrowed out of a loop
@@ -114,7 +108,7 @@ fn begin_write<'c>(
     loop {
         match conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;") {
             Ok(()) => break,
-            Err(e) if busy(&e) => {
+            Err(e) if super::db::is_busy(&e) => {
                 let _ = conn.execute_batch("ROLLBACK");
                 if !said {
                     said = true;
@@ -134,6 +128,11 @@ fn begin_write<'c>(
     let _ = conn.busy_timeout(super::db::BUSY_TIMEOUT);
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db_err("starting a write"))
+}
+
+/// The lock a repository's indexing run holds (see `Workspace::settle_status`).
+pub(crate) fn repo_lock_key(id: i64) -> String {
+    format!("repo-{id}")
 }
 
 /// How long a writer waits for another before saying it waits.
@@ -168,7 +167,7 @@ impl Workspace {
                 repo.name
             )));
         };
-        let _lock = FileLock::acquire(&self.db_path, &format!("repo-{}", repo.id))?;
+        let _lock = FileLock::acquire(&self.db_path, &repo_lock_key(repo.id))?;
         let started = Instant::now();
         let mut conn = self.connect()?;
         set_status(&conn, repo.id, "indexing", None)?;
