@@ -182,9 +182,14 @@ fn smollm2_steps_always_parse_and_runs_always_end() {
                 "{what}"
             );
             for step in &outcome.steps {
-                // Every step parses as its protocol, and none was cut off by the token limit.
-                let parsed = protocol.parse(&step.output);
-                assert!(parsed.is_ok(), "step {}: {parsed:?}\n{what}", step.index);
+                // Every step parses as its protocol (a check, as yes or no), and none was cut
+                // off by the token limit.
+                if step.check.is_some() {
+                    assert!(["yes", "no"].contains(&step.output.as_str()), "{what}");
+                } else {
+                    let parsed = protocol.parse(&step.output);
+                    assert!(parsed.is_ok(), "step {}: {parsed:?}\n{what}", step.index);
+                }
                 let error = step.error.as_deref().unwrap_or("");
                 assert!(!error.contains("cut off"), "step {}\n{what}", step.index);
                 // Burrow's own first steps (the search with the task, the opening of its best
@@ -236,11 +241,11 @@ fn real_questions_use_the_workspace_and_cite_only_what_was_seen() {
     let tools = all_tools(ws.clone()).unwrap();
     let (_guard, model) = common::model();
     for protocol in [PROTOCOLS[0], PROTOCOLS[4]] {
-        // Three steps (Burrow's search and opening, then the model's) and short steps keep
-        // the four runs to about a minute.
+        // Four steps (Burrow's search and opening, the model's check of what it opened, and
+        // its answer) and short steps keep the four runs to about a minute.
         let config = AgentConfig {
             protocol,
-            max_steps: 3,
+            max_steps: 4,
             max_step_tokens: 256,
             max_observation_chars: 1500,
             task_context: workspace_summary(&ws).unwrap(),
@@ -253,6 +258,17 @@ fn real_questions_use_the_workspace_and_cite_only_what_was_seen() {
             let what = format!("{} / {}: {outcome:#?}", protocol.as_str(), q.id);
             assert!(scored.used_tool, "{what}");
             assert_eq!(scored.repeated, 0, "{what}");
+            // The model checked the match Burrow opened, in one word the grammar allowed;
+            // having said it answers, it cited it.
+            let check = outcome.steps[2].check.clone().expect(&what);
+            assert!(
+                ["yes", "no"].contains(&outcome.steps[2].output.as_str()),
+                "{what}"
+            );
+            assert_eq!(outcome.steps[1].items.first(), Some(&check.item), "{what}");
+            if check.answers {
+                assert!(outcome.steps[3].citations.contains(&check.item), "{what}");
+            }
             let seen: Vec<_> = outcome.steps.iter().flat_map(|s| s.items.clone()).collect();
             for step in &outcome.steps {
                 for c in &step.citations {

@@ -18,6 +18,12 @@ pub struct AgentConfig {
     /// Before the model's first step, search the workspace with the task (the results are
     /// that step's observation), then open the best match (see `agent/first.rs`).
     pub search_first: bool,
+    /// After the first search, how many of its leading matches Burrow opens, one at a time,
+    /// asking the model whether each answers the task (yes or no under a grammar); the first
+    /// it accepts is the one its answer cites (0: open the best match only, and no check).
+    /// Models of 0.5B and 1.5B answered with whatever Burrow opened; asked, they reject some
+    /// wrong first matches (issue 22).
+    pub check_matches: usize,
     /// Show the model a worked example of a run in its protocol's format. Off by default:
     /// on the eval set's dev split it did not raise Qwen2.5-Coder-0.5B's accuracy (0.35 with
     /// and without) and its made-up items leaked into answers.
@@ -62,6 +68,7 @@ impl Default for AgentConfig {
             min_steps: 0,
             grammar: true,
             search_first: true,
+            check_matches: 3,
             few_shot: false,
             persona: super::prompt::DEFAULT_PERSONA.to_string(),
             task_context: String::new(),

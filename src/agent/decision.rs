@@ -71,7 +71,13 @@ impl Agent<'_> {
         {
             return Ok(Next::stopped_by_hook(reason));
         }
-        (record.citations, record.unseen) = checked_citations(&state.seen(), &citations, &answer);
+        let observations: Vec<&str> = state
+            .steps
+            .iter()
+            .filter_map(|s| s.observation.as_deref())
+            .collect();
+        (record.citations, record.unseen) =
+            checked_citations(&state.seen(), &observations, &citations, &answer);
         record.final_answer = Some(answer.clone());
         self.finish_step(state, record, None, None, on_event)?;
         Ok(Next::End {
@@ -113,7 +119,8 @@ impl Agent<'_> {
         let acted = self.act(state, &action, on_event);
         // One item opened (an issue, a file, a commit): small models otherwise open it again
         // and again instead of answering with it.
-        if let ([item], true) = (acted.items.as_slice(), acted.opened) {
+        // A match Burrow opened for a check is asked about apart (see `Agent::check`).
+        if let ([item], true, false) = (acted.items.as_slice(), acted.opened, state.checking) {
             notes.push(format!(
                 "If this answers the task, give the final answer now and cite {}.",
                 item.cite()
@@ -180,9 +187,12 @@ impl Agent<'_> {
 
 /// The citations that name items the run saw (as the seen items), and what the answer names,
 /// cited or in its text, that the run never saw. Under a grammar a citation is always one it
-/// saw; without one, or in the text, a model may name anything.
+/// saw; without one, or in the text, a model may name anything. What the text names counts as
+/// seen when an observation named it too (the `#277` an issue's body links, the files a commit
+/// lists), though search never showed it as an item.
 pub(super) fn checked_citations(
     seen: &[Locator],
+    observations: &[&str],
     citations: &[String],
     answer: &str,
 ) -> (Vec<Locator>, Vec<String>) {
@@ -200,10 +210,49 @@ pub(super) fn checked_citations(
             None => unseen.push(c.clone()),
         }
     }
+    let mut named: Option<Vec<crate::tools::locator::Mention>> = None;
     for m in mentions(answer) {
-        if !seen.iter().any(|l| l.is_named_by(&m)) && !unseen.contains(&m.text()) {
+        if seen.iter().any(|l| l.is_named_by(&m)) || unseen.contains(&m.text()) {
+            continue;
+        }
+        let named =
+            named.get_or_insert_with(|| observations.iter().flat_map(|o| mentions(o)).collect());
+        if !named.iter().any(|n| n.names_same(&m)) {
             unseen.push(m.text());
         }
     }
     (cited, unseen)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 22's eval flagged `#277` (linked in the issue the run opened), a hash quoted in a
+    /// pull request's review and the files a commit lists as "never seen": the run saw each
+    /// one, in an observation's text.
+    #[test]
+    fn what_an_observation_named_is_not_flagged_as_unseen() {
+        let seen = [
+            Locator::issue_or_pr("o/gui", 210, false),
+            Locator::commit("rg", "b9c774937fc285e6668be9823c4bf231a61fc4a8"),
+        ];
+        let observations = [
+            "Issue #210 in o/gui: crash\nSee #277 for the log.",
+            "Commit b9c774937f\nFixes #2690.\nFiles: crates/ignore/src/dir.rs, CHANGELOG.md",
+        ];
+        let answer = "Issue #210, like #277 and #2690, fixed by b9c774937f in \
+                      crates/ignore/src/dir.rs and CHANGELOG.md; see also #27 and src/other.rs.";
+        let (cited, unseen) =
+            checked_citations(&seen, &observations, &["o/gui#210".into()], answer);
+        assert_eq!(cited, [seen[0].clone()]);
+        assert_eq!(unseen, ["#27", "src/other.rs"]);
+        // Without the observations, the links were flagged.
+        let (_, before) = checked_citations(&seen, &[], &[], answer);
+        assert!(before.contains(&"#277".to_string()), "{before:?}");
+        assert!(
+            before.contains(&"crates/ignore/src/dir.rs".to_string()),
+            "{before:?}"
+        );
+    }
 }

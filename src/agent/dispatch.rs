@@ -101,7 +101,10 @@ impl Agent<'_> {
             Ok((text, items, opened)) => {
                 let limit = self.observation_chars();
                 let limit = state.observation_cap.take().map_or(limit, |c| c.min(limit));
-                let text = cap(&text, limit);
+                // Issue and pull request bodies come with Windows line ends: a model reads
+                // lines, and with the CRs Qwen2.5-Coder-1.5B judged an issue it accepted
+                // without them (issue 22) not to answer the question.
+                let text = cap(&text.replace("\r\n", "\n"), limit);
                 let step = state.steps.len();
                 let shown = state
                     .calls

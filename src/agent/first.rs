@@ -6,11 +6,17 @@
 
 use serde_json::{json, Map, Value};
 
+use std::time::Instant;
+
 use super::events::{AgentError, AgentEvent};
 use super::protocol::Action;
-use super::record::StepRecord;
+use super::record::{Check, RunStatus, StepRecord};
 use super::run::{Agent, Next};
 use super::state::RunState;
+use super::step::decoded;
+use crate::llm::engine::{CancelToken, GenerateRequest, Prompt, SamplingParams, StopReason};
+use crate::llm::grammar::Grammar;
+use crate::llm::template::ChatMessage;
 use crate::tools::Locator;
 
 /// The tool the first step calls.
@@ -70,35 +76,219 @@ impl Agent<'_> {
         }
     }
 
-    /// The call that opens the first search's best match, when the run is just past that
-    /// search, it showed something, and the run has the tool that opens it. A small model
-    /// shown only titles and snippets picks the wrong item more often than search's own first
-    /// place (issue 22); shown the leading item whole, it checks it against the task.
-    pub(super) fn opens_first(&self, state: &RunState) -> Option<Action> {
-        let [first] = state.steps.as_slice() else {
-            return None;
-        };
+    /// The item Burrow opens next, when the run is just past its first search (the best
+    /// match), or past a check that said no (the next match): each of the search's first
+    /// `check_matches` distinct items once, while the step limit leaves room to open it,
+    /// check it and answer. A small model shown only titles and snippets picks the wrong item
+    /// more often than search's own first place (issue 22); shown the leading item whole, it
+    /// checks it against the task.
+    pub(super) fn next_to_open(&self, state: &RunState) -> Option<Action> {
+        self.next_to_open_in(&state.steps, &state.active)
+    }
+
+    fn next_to_open_in(&self, steps: &[StepRecord], active: &[String]) -> Option<Action> {
+        let first = steps.first()?;
         if !first.automatic || first.error.is_some() {
             return None;
         }
-        let action = open_call(first.items.first()?)?;
-        state.active.contains(&action.tool).then_some(action)
+        let last = steps.last()?;
+        let after_search = steps.len() == 1;
+        let rejected = last.check.as_ref().is_some_and(|c| !c.answers);
+        if !after_search && !rejected {
+            return None;
+        }
+        // Room to open, check and answer; else (a short step limit) the best match alone is
+        // opened, unchecked, as long as the model can still answer after it.
+        let checks = self.checks_fit(steps.len());
+        let unchecked_fits = after_search && steps.len() + 2 <= self.config.max_steps;
+        if !(checks || unchecked_fits) {
+            return None;
+        }
+        let opened: Vec<&Locator> = steps
+            .iter()
+            .filter_map(|s| s.check.as_ref().map(|c| &c.item))
+            .collect();
+        let mut candidates: Vec<&Locator> = Vec::new();
+        for item in &first.items {
+            if !candidates.iter().any(|c| same_item(c, item)) {
+                candidates.push(item);
+            }
+        }
+        let item = candidates
+            .into_iter()
+            .take(if checks { self.config.check_matches } else { 1 })
+            .find(|c| !opened.iter().any(|o| same_item(o, c)))?;
+        let action = open_call(item)?;
+        active.contains(&action.tool).then_some(action)
     }
 
-    /// Opens the first search's best match, as the run's second step.
-    pub(super) fn open_first(
+    /// Opens one of the first search's leading matches (see `next_to_open`).
+    pub(super) fn open_match(
         &self,
         state: &mut RunState,
         action: Action,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
-        let record = self.own_step(state, OPEN_THOUGHT, &action, on_event);
+        let thought = if state.steps.len() == 1 {
+            OPEN_THOUGHT
+        } else {
+            OPEN_NEXT_THOUGHT
+        };
+        let record = self.own_step(state, thought, &action, on_event);
         state.observation_cap = Some(OPENED_CHARS);
+        state.checking = self.checks_fit(state.steps.len());
         let next = self.call(state, record, Vec::new(), action, on_event);
         state.observation_cap = None;
+        state.checking = false;
         next
     }
+
+    /// Whether, with `taken` steps taken, a match opened next is checked: checks are on and
+    /// the step limit leaves room to open, check and answer.
+    fn checks_fit(&self, taken: usize) -> bool {
+        self.config.check_matches > 0 && taken + 3 <= self.config.max_steps
+    }
+
+    /// The item to check, when the last step is Burrow's opening of a match that showed it
+    /// for a check (see `checks_fit`).
+    pub(super) fn check_due(&self, state: &RunState) -> Option<Locator> {
+        if !self.checks_fit(state.steps.len().saturating_sub(1)) {
+            return None;
+        }
+        let [first, .., last] = state.steps.as_slice() else {
+            return None;
+        };
+        let opened = last.automatic
+            && last.error.is_none()
+            && last.action.as_ref().is_some_and(|a| a.tool != SEARCH);
+        if !(first.automatic && opened) {
+            return None;
+        }
+        last.items.first().cloned()
+    }
+
+    /// The model says whether `item`, just opened, answers the task: one word under a
+    /// grammar, `yes` or `no`. On yes its next step is the final answer, citing the item; on
+    /// no Burrow opens the next match, and past the last one the model goes on by itself.
+    ///
+    /// The question is asked apart from the run, in a conversation of its own (the task and
+    /// the item): asked at the end of the run's prompt, Qwen2.5-Coder-1.5B said no to right
+    /// items it accepted when asked apart (issue 22's eval: 3 of its first 16 questions lost).
+    /// The checks come before the model's first step of the run, whose warm start then
+    /// brings back the system prompt's state.
+    pub(super) fn check(
+        &self,
+        state: &mut RunState,
+        item: Locator,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<Next, AgentError> {
+        let index = state.steps.len();
+        on_event(AgentEvent::StepStarted { index });
+        let cite = item.cite();
+        let shown = state
+            .steps
+            .last()
+            .and_then(|s| s.observation.as_deref())
+            .unwrap_or("");
+        let question = format!(
+            "Question: {}\n\nItem {cite}:\n{shown}\n\nDoes this item answer the question? \
+             Reply yes or no.",
+            state.task
+        );
+        // The task and the item are data; only Burrow's own instruction is not.
+        let prompt = Prompt::Chat {
+            messages: vec![
+                ChatMessage::system(CHECK_SYSTEM),
+                ChatMessage::user(question),
+            ],
+            tools: None,
+            untrusted: vec![1],
+        };
+        let prompt = self.model.prepare(prompt)?.prompt;
+        // Greedy without the repetition penalty: "yes" and "no" are in the text it read.
+        let mut request = GenerateRequest::new(prompt)
+            .sampling(SamplingParams::greedy())
+            .max_tokens(CHECK_TOKENS);
+        if self.config.grammar {
+            request = request.grammar(Grammar::Lark(CHECK_GRAMMAR.to_string()));
+        }
+        let started = Instant::now();
+        let mut on_token = |t: &str| {
+            on_event(AgentEvent::Token {
+                index,
+                text: t.to_string(),
+            })
+        };
+        let (output, usage, stop) = self.generate(request, cancel, &mut on_token)?;
+        if stop == StopReason::Cancelled || cancel.is_cancelled() {
+            return Ok(Next::End {
+                status: RunStatus::Cancelled,
+                answer: None,
+                error: None,
+            });
+        }
+        let mut record = decoded(index, output, &usage, started);
+        // Without a grammar a model may write anything: only a yes is taken as one.
+        let answers = record.output.trim().to_lowercase().starts_with("yes");
+        let observation = if answers {
+            format!("Then give the final answer, citing {cite}.")
+        } else if self.next_to_open_after_no(state, &item) {
+            "Then the next match.".to_string()
+        } else {
+            "None of the leading matches answers the task. Search with other words or \
+             another kind, open another result, or answer that the workspace does not hold it."
+                .to_string()
+        };
+        record.thought = format!("Does {cite} answer the task?");
+        record.check = Some(Check { item, answers });
+        self.finish_step(state, record, None, Some(observation), on_event)
+    }
+
+    /// Whether a "no" to `item` leads Burrow to open another match.
+    fn next_to_open_after_no(&self, state: &RunState, item: &Locator) -> bool {
+        let mut after = state.steps.clone();
+        after.push(StepRecord {
+            check: Some(Check {
+                item: item.clone(),
+                answers: false,
+            }),
+            ..Default::default()
+        });
+        self.next_to_open_in(&after, &state.active).is_some()
+    }
+
+    /// The item the model said answers the task, when the last step was that check.
+    pub(super) fn confirmed(state: &RunState) -> Option<&Locator> {
+        let check = state.steps.last()?.check.as_ref()?;
+        check.answers.then_some(&check.item)
+    }
 }
+
+/// Whether two of a search's results are the same item: a file's chunks are one file.
+fn same_item(a: &Locator, b: &Locator) -> bool {
+    match (a, b) {
+        (
+            Locator::File {
+                path: pa, repo: ra, ..
+            },
+            Locator::File {
+                path: pb, repo: rb, ..
+            },
+        ) => pa == pb && ra == rb,
+        _ => a == b,
+    }
+}
+
+/// The system message of a check's conversation.
+const CHECK_SYSTEM: &str =
+    "You check whether an item from a code workspace answers a user's question.";
+
+/// What a check may write, and the tokens it may take.
+const CHECK_GRAMMAR: &str = "start: \"yes\" | \"no\"\n";
+const CHECK_TOKENS: usize = 3;
+
+const OPEN_NEXT_THOUGHT: &str = "Then I open the next match to check it against the task.";
 
 /// Characters of the best match Burrow opens: its head (an issue's title, state and opening
 /// text; a commit's message and files; the lines around a match), which is where it says

@@ -91,6 +91,8 @@ pub struct StepRecord {
     /// Burrow took this step itself, not the model: the search of the workspace with the
     /// task before the model's first step.
     pub automatic: bool,
+    /// A check of one of the leading matches: the model said whether it answers the task.
+    pub check: Option<Check>,
     /// Set when the step did not parse, or its tool call failed or was refused.
     pub error: Option<String>,
     /// The plan after the step.
@@ -103,6 +105,13 @@ pub struct StepRecord {
     pub ttft_ms: f64,
     pub decode_ms: f64,
     pub tool_ms: f64,
+}
+
+/// What a check step decided: whether `item`, just opened, answers the task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub item: Locator,
+    pub answers: bool,
 }
 
 /// A run as kept: its task, outcome and steps.

@@ -198,11 +198,14 @@ impl<'a> Agent<'a> {
                 return self.end(&mut state, RunStatus::MaxSteps, None, None, on_event);
             }
             // A run's first step is Burrow's search with the task, where it searches first.
-            // Then it opens the best match (see `opens_first`).
+            // Then it opens the best match and asks the model whether it answers the task,
+            // and the next match while it says no (see `agent/first.rs`).
             let next = if state.steps.is_empty() && self.searches_first(&state) {
                 self.search_first(&mut state, on_event)
-            } else if let Some(open) = self.opens_first(&state) {
-                self.open_first(&mut state, open, on_event)
+            } else if let Some(open) = self.next_to_open(&state) {
+                self.open_match(&mut state, open, on_event)
+            } else if let Some(item) = self.check_due(&state) {
+                self.check(&mut state, item, cancel, on_event)
             } else {
                 self.step(&mut state, cancel, on_event)
             };

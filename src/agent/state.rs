@@ -38,6 +38,8 @@ pub(super) struct RunState {
     /// A shorter cap for the next observation than the model's own calls get: Burrow's
     /// opening of the best match shows its head, every token of which is prefilled.
     pub observation_cap: Option<usize>,
+    /// The next observation is Burrow's opening of a match the model is then asked about.
+    pub checking: bool,
 }
 
 /// A call the run made, for the loop guard and for results it need not show twice.
@@ -64,6 +66,7 @@ impl RunState {
             handle,
             system: None,
             observation_cap: None,
+            checking: false,
         }
     }
 

@@ -36,15 +36,21 @@ impl Agent<'_> {
         // The run's last step answers: under the grammar it can be nothing else, so a run
         // that reaches its limit ends with an answer from what it saw, not with none (as
         // smolagents asks the model for one when it runs out of steps).
-        let last = index + 1 >= self.config.max_steps;
+        // After a check the model said yes to, the step is its answer, citing that item.
+        let confirmed = Self::confirmed(state).cloned();
+        let last = index + 1 >= self.config.max_steps || confirmed.is_some();
         let allow_final = index + 1 >= self.config.min_steps || last;
-        let cites: Vec<String> = state.seen().iter().map(Locator::cite).collect();
+        let cites: Vec<String> = match &confirmed {
+            Some(item) => vec![item.cite()],
+            None => state.seen().iter().map(Locator::cite).collect(),
+        };
         let made = state.calls_made();
         let openable = state.openable();
         let shape = StepShape {
             allow_final,
             todo_patch: self.config.protocol.has_plan_field(),
             cites: &cites,
+            must_cite: confirmed.is_some(),
             made: &made,
             openable: &openable,
             repos: &self.config.repos,
@@ -262,7 +268,7 @@ impl Agent<'_> {
 }
 
 /// The record of a step as decoded: its tokens and timings, before it is read.
-fn decoded(index: usize, output: String, usage: &Usage, started: Instant) -> StepRecord {
+pub(super) fn decoded(index: usize, output: String, usage: &Usage, started: Instant) -> StepRecord {
     let model_ms = started.elapsed().as_secs_f64() * 1000.0;
     StepRecord {
         index,

@@ -43,6 +43,10 @@ pub struct EvalArgs {
     /// match.
     #[arg(long)]
     pub no_search_first: bool,
+    /// How many of the first search's leading matches Burrow opens one by one, asking the
+    /// model whether each answers the task (0: open the best match only, with no check).
+    #[arg(long, value_name = "N", default_value_t = AgentConfig::default().check_matches)]
+    pub check_matches: usize,
     /// Show the model a worked example of a run in its protocol's format.
     #[arg(long)]
     pub few_shot: bool,
@@ -109,6 +113,7 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
                     protocol: p,
                     max_steps: args.max_steps,
                     search_first: !args.no_search_first,
+                    check_matches: args.check_matches,
                     few_shot: args.few_shot,
                     task_context: app.task_context()?,
                     ..Default::default()

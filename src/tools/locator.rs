@@ -129,6 +129,22 @@ pub enum Mention {
 }
 
 impl Mention {
+    /// Whether `other`, found in other text, names the same thing (a hash by a prefix of
+    /// it, a path by its end).
+    pub fn names_same(&self, other: &Mention) -> bool {
+        match (self, other) {
+            (Mention::Number(a), Mention::Number(b)) => a == b,
+            (Mention::Hash(a), Mention::Hash(b)) => {
+                let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
+                a.starts_with(&b) || b.starts_with(&a)
+            }
+            (Mention::Path(a), Mention::Path(b)) => {
+                a == b || a.ends_with(&format!("/{b}")) || b.ends_with(&format!("/{a}"))
+            }
+            _ => false,
+        }
+    }
+
     pub fn text(&self) -> String {
         match self {
             Mention::Number(n) => format!("#{n}"),

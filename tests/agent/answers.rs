@@ -207,14 +207,18 @@ impl Tool for GetIssue {
             .lock()
             .unwrap()
             .push((input.number, input.repo.clone()));
-        if input.number != 918 {
-            return Err(ToolError::NotFound(format!("no issue #{}", input.number)));
-        }
-        Ok(ToolOutput::new(
-            "Issue #918: Wallet crashes on close\nClosing the window while a rescan runs crashes the wallet.",
-            (),
+        let text = match input.number {
+            918 => "Issue #918: Wallet crashes on close\nClosing the window while a rescan runs crashes the wallet.",
+            917 => "Issue #917: Wallet icon is blurry\nThe tray icon is blurry on high-DPI screens.",
+            n => return Err(ToolError::NotFound(format!("no issue #{n}"))),
+        };
+        Ok(
+            ToolOutput::new(text, ()).opening(Locator::issue_or_pr(
+                "acme/app",
+                input.number,
+                false,
+            )),
         )
-        .opening(Locator::issue_or_pr("acme/app", 918, false)))
     }
 }
 
@@ -236,6 +240,8 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
         &tools,
         AgentConfig {
             protocol: p,
+            // The checks that follow an opening have a test of their own.
+            check_matches: 0,
             ..Default::default()
         },
     )
@@ -425,4 +431,184 @@ fn repository_names_reach_the_prompt_as_data() {
             p.as_str()
         );
     }
+}
+
+/// Runs "Which issue reports the wallet crash?" in protocol `p` with the default settings and
+/// the model's turns scripted; returns the outcome and the model's requests.
+fn wallet_run(
+    tools: &ToolRegistry,
+    p: Protocol,
+    turns: impl IntoIterator<Item = FakeTurn>,
+) -> (
+    burrow::agent::RunOutcome,
+    Vec<burrow::llm::fake::RecordedRequest>,
+) {
+    let model = FakeModel::new(turns);
+    let config = AgentConfig {
+        protocol: p,
+        ..Default::default()
+    };
+    let agent = Agent::new(&model, tools, config).unwrap();
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    (outcome, model.requests())
+}
+
+/// A search whose best match is the wrong issue (#917) and whose second is the right one.
+#[derive(Default, Clone)]
+struct SearchWrongFirst;
+
+impl Tool for SearchWrongFirst {
+    const NAME: &'static str = "search";
+    type Input = SearchInput;
+    fn run(&self, _: SearchInput) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(
+            "1. [issue] #917 Wallet icon is blurry\n2. [issue] #918 Wallet crashes on close",
+            (),
+        )
+        .with_items([
+            Locator::issue_or_pr("acme/app", 917, false),
+            Locator::issue_or_pr("acme/app", 918, false),
+        ]))
+    }
+}
+
+/// Issue 22: Qwen2.5-Coder 0.5B and 1.5B answered with whatever Burrow opened, right exactly
+/// when search's first match was: the model added nothing. Now the model is asked, of each
+/// leading match Burrow opens, whether it answers the task (yes or no, under a grammar): a no
+/// opens the next match, a yes makes the next step the answer, citing that item.
+#[test]
+fn the_model_checks_the_leading_matches_and_answers_with_the_one_it_accepts() {
+    for p in [Protocol::JsonTyped, Protocol::Text, Protocol::ToolCalls] {
+        let get = GetIssue::default();
+        let mut tools = ToolRegistry::new();
+        tools.register(SearchWrongFirst).unwrap();
+        tools.register(get.clone()).unwrap();
+        let turns = [
+            FakeTurn::text("no"),
+            FakeTurn::text("yes"),
+            FakeTurn::text(&final_with(p, &["acme/app#918"], "#918")),
+        ];
+        let (outcome, requests) = wallet_run(&tools, p, turns);
+        assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+        let s = &outcome.steps;
+        assert_eq!(s.len(), 6, "{s:#?}");
+        // Burrow searches and opens; the model checks; Burrow opens the next; it checks; it
+        // answers.
+        let automatic: Vec<bool> = s.iter().map(|s| s.automatic).collect();
+        assert_eq!(automatic, [true, true, false, true, false, false]);
+        assert_eq!(
+            get.0.lock().unwrap().as_slice(),
+            [
+                (917, Some("acme/app".into())),
+                (918, Some("acme/app".into()))
+            ]
+        );
+        let check = |i: usize| s[i].check.clone().unwrap();
+        assert_eq!(check(2).item, Locator::issue_or_pr("acme/app", 917, false));
+        assert!(!check(2).answers);
+        assert!(check(4).answers);
+        assert_eq!(
+            s[5].citations,
+            [Locator::issue_or_pr("acme/app", 918, false)]
+        );
+        assert_eq!(requests.len(), 3);
+        // A check is asked apart from the run, about the item just opened, and can be only
+        // yes or no.
+        assert!(requests[0].prompt.contains("Item acme/app#917:"));
+        assert!(requests[0].prompt.contains("The tray icon is blurry"));
+        assert!(requests[0]
+            .prompt
+            .contains("Question: Which issue reports the wallet crash?"));
+        assert!(!requests[0].prompt.contains("best matches for the task"));
+        assert!(requests[0]
+            .untrusted
+            .iter()
+            .any(|u| u.contains("The tray icon is blurry")));
+        let yes_no = Grammar::Lark(requests[0].grammar.clone().unwrap());
+        assert!(yes_no.accepts("yes").unwrap() && yes_no.accepts("no").unwrap());
+        assert!(!yes_no.accepts("maybe").unwrap());
+        assert!(requests[1]
+            .prompt
+            .contains("Closing the window while a rescan runs"));
+        // After the yes, the step can only answer, and must cite the item accepted.
+        let text = requests[2].grammar.clone().unwrap();
+        let answer = match p {
+            Protocol::ToolCalls | Protocol::Text => Grammar::Lark(text),
+            _ => Grammar::JsonSchema(serde_json::from_str(&text).unwrap()),
+        };
+        let ok = final_with(p, &["acme/app#918"], "#918");
+        assert!(answer.accepts(&ok).unwrap(), "{}: {ok}", p.as_str());
+        for bad in [
+            final_with(p, &["acme/app#917"], "#917"),
+            final_with(p, &[], "It is not here."),
+            call(p, "search", json!({"query": "crash"})),
+        ] {
+            assert!(!answer.accepts(&bad).unwrap(), "{}: {bad}", p.as_str());
+        }
+    }
+}
+
+/// Past the leading matches, all refused, the model goes on by itself with every tool.
+#[test]
+fn when_every_leading_match_is_refused_the_model_goes_on_by_itself() {
+    let p = Protocol::JsonTyped;
+    let mut tools = ToolRegistry::new();
+    tools.register(SearchWrongFirst).unwrap();
+    tools.register(GetIssue::default()).unwrap();
+    let turns = [
+        FakeTurn::text("no"),
+        FakeTurn::text("no"),
+        FakeTurn::text(&final_with(p, &[], "The workspace does not hold it.")),
+    ];
+    let (outcome, requests) = wallet_run(&tools, p, turns);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert_eq!(outcome.steps.len(), 6);
+    let told = outcome.steps[4].observation.clone().unwrap();
+    assert!(
+        told.contains("None of the leading matches answers the task"),
+        "{told}"
+    );
+    let g =
+        Grammar::JsonSchema(serde_json::from_str(requests[2].grammar.as_deref().unwrap()).unwrap());
+    assert!(g.accepts(&final_with(p, &[], "Not here.")).unwrap());
+    assert!(g
+        .accepts(&written(p, "search", json!({"query": "keys"})))
+        .unwrap());
+}
+
+/// A search whose results come with Windows line ends, as issue bodies from GitHub do.
+#[derive(Default, Clone)]
+struct SearchCrlf;
+
+impl Tool for SearchCrlf {
+    const NAME: &'static str = "search";
+    type Input = SearchInput;
+    fn run(&self, _: SearchInput) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(
+            "1. [issue] #918 Wallet crashes\r\n   Closing the window\r\n   crashes it.",
+            (),
+        ))
+    }
+}
+
+/// Issue 22: with the CRs of an issue body's line ends in its prompt, Qwen2.5-Coder-1.5B said an
+/// issue did not answer the question it said it answered without them. Observations carry
+/// plain line ends.
+#[test]
+fn observations_carry_plain_line_ends() {
+    let mut tools = ToolRegistry::new();
+    tools.register(SearchCrlf).unwrap();
+    let p = Protocol::JsonTyped;
+    let (outcome, requests) = wallet_run(
+        &tools,
+        p,
+        [FakeTurn::text(&final_with(p, &[], "Not here."))],
+    );
+    let seen = outcome.steps[0].observation.clone().unwrap();
+    assert!(
+        seen.contains("crashes\n   Closing the window\n"),
+        "{seen:?}"
+    );
+    assert!(!seen.contains('\r'), "{seen:?}");
+    assert!(!requests[0].prompt.contains('\r'));
 }

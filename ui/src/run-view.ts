@@ -19,6 +19,8 @@ export interface StepView {
   unseen: string[];
   /// Burrow's own step (the search with the task), not the model's.
   automatic: boolean;
+  /// The model's yes or no to an item Burrow opened: does it answer the task?
+  check: { item: ItemRef; answers: boolean } | null;
   finalAnswer: string | null;
   /// The step's kept record: tokens, cache reuse and timings (set when the step is done).
   record: StepRecord | null;
@@ -54,6 +56,7 @@ export function emptyStep(index: number): StepView {
     citations: [],
     unseen: [],
     automatic: false,
+    check: null,
     finalAnswer: null,
     record: null,
     done: false,
@@ -109,6 +112,7 @@ export function stepFromRecord(r: StepRecord): StepView {
     citations: r.citations ?? [],
     unseen: r.unseen ?? [],
     automatic: r.automatic ?? false,
+    check: r.check ?? null,
     finalAnswer: r.final_answer,
     record: r,
     done: true,

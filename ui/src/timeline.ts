@@ -76,7 +76,7 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
       null,
       h("h3", null, `Step ${step.index + 1}`),
       step.automatic
-        ? h("span", { class: "badge automatic", title: "Burrow took this step itself, before the model's first: a search with the task, then the best match opened" }, "step by Burrow")
+        ? h("span", { class: "badge automatic", title: "Burrow took this step itself: a search with the task, then the leading matches opened one by one for the model to check" }, "step by Burrow")
         : null,
       statsLine(step),
     ),
@@ -95,6 +95,17 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
         { class: "action" },
         h("span", { class: "tool" }, step.action.tool),
         h("pre", { class: "args" }, JSON.stringify(step.action.args, null, 2)),
+      ),
+    );
+  }
+  if (step.check) {
+    el.append(
+      h(
+        "p",
+        { class: `check ${step.check.answers ? "answers" : "rejected"}` },
+        "Checked ",
+        itemLinks([step.check.item], open, "Item checked", "items inline"),
+        step.check.answers ? ": it answers the task" : ": it does not answer the task",
       ),
     );
   }
@@ -129,7 +140,7 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
       );
     }
   }
-  if (step.done && !step.action && !step.finalAnswer && !step.observation && step.output) {
+  if (step.done && !step.action && !step.finalAnswer && !step.observation && !step.check && step.output) {
     el.append(h("pre", { class: "stream" }, step.output));
   }
   return el;

@@ -46,6 +46,8 @@ export interface StepRecord {
   unseen?: string[];
   /// Burrow took the step itself: the search with the task before the model's first step.
   automatic?: boolean;
+  /// A check: whether the item Burrow just opened answers the task, as the model said.
+  check?: { item: ItemRef; answers: boolean } | null;
   error: string | null;
   todos: TodoItem[];
   generated_tokens: number;

@@ -123,6 +123,33 @@ describe("Timeline", () => {
     expect(t.root.querySelector('[data-step="1"] .unseen')?.textContent).toContain("#5131");
   });
 
+  it("shows the model's check of an opened item, with the item as a link (issue 22)", () => {
+    const opened: ItemRef[] = [];
+    const t = new Timeline((i) => opened.push(i));
+    const wrong: ItemRef = { kind: "issue", number: 897, repo: "bitcoin-core/gui" };
+    const right: ItemRef = { kind: "issue", number: 887, repo: "bitcoin-core/gui" };
+    const s = reduceAll(startRun(initialState, "t"), [
+      agent({ type: "step_started", index: 2 }),
+      agent({ type: "token", index: 2, text: "no" }),
+      agent({
+        type: "step_finished",
+        step: record(2, { output: "no", thought: "Does bitcoin-core/gui#897 answer the task?", observation: "Then the next match.", check: { item: wrong, answers: false } }),
+      }),
+      agent({ type: "step_started", index: 4 }),
+      agent({
+        type: "step_finished",
+        step: record(4, { output: "yes", observation: "Then give the final answer.", check: { item: right, answers: true } }),
+      }),
+    ]);
+    t.update(s.run);
+    const no = t.root.querySelector('[data-step="2"] .check');
+    expect(no?.classList.contains("rejected")).toBe(true);
+    expect(no?.textContent).toContain("does not answer the task");
+    expect(t.root.querySelector('[data-step="4"] .check.answers')?.textContent).toContain("#887");
+    t.root.querySelector<HTMLAnchorElement>('[data-step="4"] .check a.item-link')?.click();
+    expect(opened).toEqual([right]);
+  });
+
   it("highlights an error observation and shows the final answer with its status", () => {
     const t = new Timeline(() => undefined);
     const s = reduceAll(startRun(initialState, "t"), [

@@ -58,7 +58,7 @@ pub(super) fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
                 with_patch(vec![
                     ("type", json!({"const": "final"})),
                     ("thinking", string()),
-                    ("citations", citations_schema(shape.cites)),
+                    ("citations", citations_schema(&shape)),
                     ("final", answer_string()),
                 ]),
                 &["type", "thinking", "citations", "final"],
@@ -88,7 +88,7 @@ pub(super) fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
             object(
                 vec![
                     ("thought", string()),
-                    ("citations", citations_schema(shape.cites)),
+                    ("citations", citations_schema(&shape)),
                     ("answer", answer_string()),
                 ],
                 &["thought", "citations", "answer"],
@@ -120,7 +120,7 @@ pub(super) fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
                 vec![
                     ("thought", string()),
                     ("action", json!({"const": "FINISH"})),
-                    ("citations", citations_schema(shape.cites)),
+                    ("citations", citations_schema(&shape)),
                     ("final_answer", answer_string()),
                     ("task_successful", json!({"type": "boolean"})),
                 ],

@@ -59,7 +59,11 @@ pub(super) fn text(tools: &[ToolSpec], shape: StepShape<'_>) -> Result<String, G
     }
     if shape.allow_final {
         // Up to `CITATIONS` of the items the run saw, or none.
-        let mut cites = vec!["\"none\"".to_string()];
+        let mut cites = if shape.must_cite && !shape.cites.is_empty() {
+            Vec::new()
+        } else {
+            vec!["\"none\"".to_string()]
+        };
         if !shape.cites.is_empty() {
             g.push_str(&format!(
                 "cite: {}\n",

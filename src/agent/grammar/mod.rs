@@ -31,6 +31,9 @@ pub struct StepShape<'a> {
     /// What a final answer may cite: the items the run's observations showed (see
     /// `Locator::cite`). A model can still be wrong, but it cannot cite what it never saw.
     pub cites: &'a [String],
+    /// A final answer cites at least one of `cites`: the item the model said answers the
+    /// task, after a check.
+    pub must_cite: bool,
     /// The calls the run made: the step cannot make one of them again.
     pub made: &'a [Action],
     /// The items a tool that opens one may open: those the run saw and those the task names.
@@ -64,7 +67,7 @@ pub fn step_grammar(
         Protocol::JsonAction => Grammar::JsonSchema(json_action(tools, shape)),
         Protocol::JsonFinish => Grammar::JsonSchema(json_finish(tools, shape)),
         Protocol::Text => Grammar::Lark(text(tools, shape)?),
-        Protocol::ToolCalls => Grammar::Lark(tool_calls(&with_citations(tools, shape.cites))?),
+        Protocol::ToolCalls => Grammar::Lark(tool_calls(&with_citations(tools, shape))?),
     };
     Ok(grammar)
 }
@@ -184,23 +187,25 @@ fn string() -> Value {
     })
 }
 
-/// A final answer's citations: some of the items the run saw, none when it saw nothing.
-pub(crate) fn citations_schema(cites: &[String]) -> Value {
-    if cites.is_empty() {
+/// A final answer's citations: some of the items the run saw (at least one when the shape
+/// says so), none when it saw nothing.
+pub(crate) fn citations_schema(shape: &StepShape<'_>) -> Value {
+    if shape.cites.is_empty() {
         json!({"type": "array", "maxItems": 0})
     } else {
-        json!({"type": "array", "items": {"enum": cites}, "maxItems": CITATIONS})
+        let min = u64::from(shape.must_cite);
+        json!({"type": "array", "items": {"enum": shape.cites}, "minItems": min, "maxItems": CITATIONS})
     }
 }
 
 /// The tools, with `final_answer`'s citations limited to what the run saw.
-fn with_citations(tools: &[ToolSpec], cites: &[String]) -> Vec<ToolSpec> {
+fn with_citations(tools: &[ToolSpec], shape: StepShape<'_>) -> Vec<ToolSpec> {
     tools
         .iter()
         .map(|t| {
             let mut t = t.clone();
             if t.name == crate::agent::meta::FINAL_ANSWER {
-                t.parameters["properties"]["citations"] = citations_schema(cites);
+                t.parameters["properties"]["citations"] = citations_schema(&shape);
                 // Written every time, as every other protocol's final form has it (empty when
                 // nothing seen answers): left optional, Qwen2.5-Coder-0.5B left it out and
                 // answered with an issue's title but not the issue.

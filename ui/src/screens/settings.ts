@@ -40,7 +40,7 @@ function renderSettings(): void {
     h("label", null, "Max steps", h("input", { type: "number", name: "max_steps", min: 1, max: 200, value: s.max_steps })),
     h("label", null, "Temperature", h("input", { type: "number", name: "temperature", min: 0, max: 2, step: 0.05, value: s.temperature })),
     h("label", { class: "check" }, h("input", { type: "checkbox", name: "grammar", checked: s.grammar }), "Constrain each step with the protocol's grammar"),
-    h("label", { class: "check" }, h("input", { type: "checkbox", name: "search_first", checked: s.search_first }), "Before the model's first step, search the workspace with the task and open the best match"),
+    h("label", { class: "check" }, h("input", { type: "checkbox", name: "search_first", checked: s.search_first }), "Before the model's first step, search the workspace with the task, then open the leading matches one by one and ask the model whether each answers it"),
     h("label", null, "Summarize older steps past this share of the context", h("input", { type: "number", name: "summarize_at", min: 0.3, max: 0.95, step: 0.05, value: s.summarize_at })),
     h("label", { class: "check" }, h("input", { type: "checkbox", name: "require_plan_done", checked: s.require_plan_done }), "Refuse a final answer while the plan has open items"),
     h("label", null, "Persona (empty: the built-in one)", h("input", { type: "text", name: "persona", value: s.persona })),
