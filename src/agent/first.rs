@@ -116,7 +116,7 @@ impl Agent<'_> {
         }
         let item = candidates
             .into_iter()
-            .take(if checks { self.config.check_matches } else { 1 })
+            .take(if checks { self.check_matches() } else { 1 })
             .find(|c| !opened.iter().any(|o| same_item(o, c)))?;
         let action = open_call(item)?;
         active.contains(&action.tool).then_some(action)
@@ -143,10 +143,17 @@ impl Agent<'_> {
         next
     }
 
+    /// The matches this run checks (resolved for the model in `Agent::new`).
+    fn check_matches(&self) -> usize {
+        self.config
+            .check_matches
+            .unwrap_or(super::config::DEFAULT_CHECK_MATCHES)
+    }
+
     /// Whether, with `taken` steps taken, a match opened next is checked: checks are on and
     /// the step limit leaves room to open, check and answer.
     fn checks_fit(&self, taken: usize) -> bool {
-        self.config.check_matches > 0 && taken + 3 <= self.config.max_steps
+        self.check_matches() > 0 && taken + 3 <= self.config.max_steps
     }
 
     /// The item to check, when the last step is Burrow's opening of a match that showed it

@@ -65,6 +65,8 @@ impl<'a> Agent<'a> {
         config: AgentConfig,
     ) -> Result<Self, AgentError> {
         let native_tools = config.protocol.calls_natively() && template_shows_tools(model);
+        let mut config = config;
+        config.check_matches = Some(config.check_matches_for(&model.descriptor()));
         Ok(Agent {
             model,
             tools,

@@ -44,9 +44,10 @@ pub struct EvalArgs {
     #[arg(long)]
     pub no_search_first: bool,
     /// How many of the first search's leading matches Burrow opens one by one, asking the
-    /// model whether each answers the task (0: open the best match only, with no check).
-    #[arg(long, value_name = "N", default_value_t = AgentConfig::default().check_matches)]
-    pub check_matches: usize,
+    /// model whether each answers the task (0: open the best match only, with no check;
+    /// default: what the model's catalogue entry says, else 3).
+    #[arg(long, value_name = "N")]
+    pub check_matches: Option<usize>,
     /// Show the model a worked example of a run in its protocol's format.
     #[arg(long)]
     pub few_shot: bool,

@@ -241,7 +241,7 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
         AgentConfig {
             protocol: p,
             // The checks that follow an opening have a test of their own.
-            check_matches: 0,
+            check_matches: Some(0),
             ..Default::default()
         },
     )

@@ -24,6 +24,10 @@ pub struct CatalogueEntry {
     pub homepage: String,
     /// Where the file can be had, tried in order.
     pub sources: Vec<Source>,
+    /// How many of the first search's matches the agent asks this model to check (see
+    /// `AgentConfig::check_matches`), where `burrow eval` showed the default does not suit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_matches: Option<usize>,
 }
 
 /// One place a catalogue model can be downloaded from (`kind` in the JSON).

@@ -202,6 +202,7 @@ fn parted_model(dir: &Path, chunks: &[&[u8]]) -> CatalogueEntry {
         licence: "Apache-2.0".into(),
         homepage: String::new(),
         sources: vec![Source::PypiParts { parts }],
+        check_matches: None,
     }
 }
 
