@@ -12,6 +12,16 @@ use super::state::{plan_text, RunState, ANSWER_REFUSED};
 use crate::tools::locator::mentions;
 use crate::tools::Locator;
 
+/// How a call's observation is shown. The model's own calls take the default; Burrow's
+/// opening of a leading match shows its head (every token of it is prefilled) and, when the
+/// model is then asked about it apart (see `Agent::check`), no note to answer with it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct CallShape {
+    /// A shorter bound on the observation than the model's own calls get.
+    pub cap: Option<usize>,
+    pub checked: bool,
+}
+
 impl Agent<'_> {
     /// A final answer: taken, or refused with the reason as the observation. The plan refuses
     /// it only over items the model could still act on, and never twice in a row: a plan
@@ -98,6 +108,7 @@ impl Agent<'_> {
         mut record: StepRecord,
         mut notes: Vec<String>,
         mut action: Action,
+        how: CallShape,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
         let verdict = self
@@ -116,11 +127,11 @@ impl Agent<'_> {
             }
             ToolVerdict::Stop(reason) => return Ok(Next::stopped_by_hook(reason)),
         }
-        let acted = self.act(state, &action, on_event);
+        let acted = self.act(state, &action, how.cap, on_event);
         // One item opened (an issue, a file, a commit): small models otherwise open it again
         // and again instead of answering with it.
         // A match Burrow opened for a check is asked about apart (see `Agent::check`).
-        if let ([item], true, false) = (acted.items.as_slice(), acted.opened, state.checking) {
+        if let ([item], true, false) = (acted.items.as_slice(), acted.opened, how.checked) {
             notes.push(format!(
                 "If this answers the task, give the final answer now and cite {}.",
                 item.cite()

@@ -40,14 +40,16 @@ impl Agent<'_> {
     }
 
     /// Runs a call through the loop guard: a meta-tool, or a registered tool with retries.
+    /// `cap`: a shorter bound on the observation than the model's own calls get.
     pub(super) fn act(
         &self,
         state: &mut RunState,
         action: &Action,
+        cap: Option<usize>,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Acted {
         let started = Instant::now();
-        let (text, items, opened, error) = match self.guarded(state, action, on_event) {
+        let (text, items, opened, error) = match self.guarded(state, action, cap, on_event) {
             Ok((text, items, opened)) => (text, items, opened, None),
             Err((text, error)) => (text, Vec::new(), false, Some(error)),
         };
@@ -65,6 +67,7 @@ impl Agent<'_> {
         &self,
         state: &mut RunState,
         action: &Action,
+        cap_to: Option<usize>,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<(String, Vec<Locator>, bool), (String, String)> {
         let key = call_key(&action.tool, &action.args);
@@ -100,7 +103,7 @@ impl Agent<'_> {
         match self.call_tool(state, action, on_event) {
             Ok((text, items, opened)) => {
                 let limit = self.observation_chars();
-                let limit = state.observation_cap.take().map_or(limit, |c| c.min(limit));
+                let limit = cap_to.map_or(limit, |c| c.min(limit));
                 // Issue and pull request bodies come with Windows line ends: a model reads
                 // lines, and with the CRs Qwen2.5-Coder-1.5B judged an issue it accepted
                 // without them (issue 22) not to answer the question.

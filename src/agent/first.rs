@@ -8,9 +8,10 @@ use serde_json::{json, Map, Value};
 
 use std::time::Instant;
 
+use super::decision::CallShape;
 use super::events::{AgentError, AgentEvent};
 use super::protocol::Action;
-use super::record::{Check, RunStatus, StepRecord};
+use super::record::{Check, StepRecord};
 use super::run::{Agent, Next};
 use super::state::RunState;
 use super::step::decoded;
@@ -53,7 +54,8 @@ impl Agent<'_> {
             args: first_search(&state.task),
         };
         let record = self.own_step(state, THOUGHT, &action, on_event);
-        self.call(state, record, vec![NEXT.to_string()], action, on_event)
+        let how = CallShape::default();
+        self.call(state, record, vec![NEXT.to_string()], action, how, on_event)
     }
 
     /// The record of a step Burrow takes itself, started: its call written as the model
@@ -83,30 +85,38 @@ impl Agent<'_> {
     /// more often than search's own first place (issue 22); shown the leading item whole, it
     /// checks it against the task.
     pub(super) fn next_to_open(&self, state: &RunState) -> Option<Action> {
-        self.next_to_open_in(&state.steps, &state.active)
+        self.next_to_open_in(state, None)
     }
 
-    fn next_to_open_in(&self, steps: &[StepRecord], active: &[String]) -> Option<Action> {
+    /// `refused`: an item the model is saying no to in a check not yet recorded, counted as
+    /// the run's last step.
+    fn next_to_open_in(&self, state: &RunState, refused: Option<&Locator>) -> Option<Action> {
+        let steps = &state.steps;
         let first = steps.first()?;
         if !first.automatic || first.error.is_some() {
             return None;
         }
-        let last = steps.last()?;
-        let after_search = steps.len() == 1;
-        let rejected = last.check.as_ref().is_some_and(|c| !c.answers);
+        let taken = steps.len() + usize::from(refused.is_some());
+        let after_search = taken == 1;
+        let rejected = refused.is_some()
+            || steps
+                .last()
+                .and_then(|s| s.check.as_ref())
+                .is_some_and(|c| !c.answers);
         if !after_search && !rejected {
             return None;
         }
         // Room to open, check and answer; else (a short step limit) the best match alone is
         // opened, unchecked, as long as the model can still answer after it.
-        let checks = self.checks_fit(steps.len());
-        let unchecked_fits = after_search && steps.len() + 2 <= self.config.max_steps;
+        let checks = self.checks_fit(taken);
+        let unchecked_fits = after_search && taken + 2 <= self.config.max_steps;
         if !(checks || unchecked_fits) {
             return None;
         }
         let opened: Vec<&Locator> = steps
             .iter()
             .filter_map(|s| s.check.as_ref().map(|c| &c.item))
+            .chain(refused)
             .collect();
         let mut candidates: Vec<&Locator> = Vec::new();
         for item in &first.items {
@@ -116,10 +126,10 @@ impl Agent<'_> {
         }
         let item = candidates
             .into_iter()
-            .take(if checks { self.check_matches() } else { 1 })
+            .take(if checks { self.check_matches } else { 1 })
             .find(|c| !opened.iter().any(|o| same_item(o, c)))?;
         let action = open_call(item)?;
-        active.contains(&action.tool).then_some(action)
+        state.active.contains(&action.tool).then_some(action)
     }
 
     /// Opens one of the first search's leading matches (see `next_to_open`).
@@ -134,26 +144,18 @@ impl Agent<'_> {
         } else {
             OPEN_NEXT_THOUGHT
         };
+        let how = CallShape {
+            cap: Some(OPENED_CHARS),
+            checked: self.checks_fit(state.steps.len()),
+        };
         let record = self.own_step(state, thought, &action, on_event);
-        state.observation_cap = Some(OPENED_CHARS);
-        state.checking = self.checks_fit(state.steps.len());
-        let next = self.call(state, record, Vec::new(), action, on_event);
-        state.observation_cap = None;
-        state.checking = false;
-        next
-    }
-
-    /// The matches this run checks (resolved for the model in `Agent::new`).
-    fn check_matches(&self) -> usize {
-        self.config
-            .check_matches
-            .unwrap_or(super::config::DEFAULT_CHECK_MATCHES)
+        self.call(state, record, Vec::new(), action, how, on_event)
     }
 
     /// Whether, with `taken` steps taken, a match opened next is checked: checks are on and
     /// the step limit leaves room to open, check and answer.
     fn checks_fit(&self, taken: usize) -> bool {
-        self.check_matches() > 0 && taken + 3 <= self.config.max_steps
+        self.check_matches > 0 && taken + 3 <= self.config.max_steps
     }
 
     /// The item to check, when the last step is Burrow's opening of a match that showed it
@@ -229,11 +231,7 @@ impl Agent<'_> {
         };
         let (output, usage, stop) = self.generate(request, cancel, &mut on_token)?;
         if stop == StopReason::Cancelled || cancel.is_cancelled() {
-            return Ok(Next::End {
-                status: RunStatus::Cancelled,
-                answer: None,
-                error: None,
-            });
+            return Ok(Next::cancelled());
         }
         let mut record = decoded(index, output, &usage, started);
         // Without a grammar a model may write anything: only a yes is taken as one.
@@ -254,15 +252,7 @@ impl Agent<'_> {
 
     /// Whether a "no" to `item` leads Burrow to open another match.
     fn next_to_open_after_no(&self, state: &RunState, item: &Locator) -> bool {
-        let mut after = state.steps.clone();
-        after.push(StepRecord {
-            check: Some(Check {
-                item: item.clone(),
-                answers: false,
-            }),
-            ..Default::default()
-        });
-        self.next_to_open_in(&after, &state.active).is_some()
+        self.next_to_open_in(state, Some(item)).is_some()
     }
 
     /// The item the model said answers the task, when the last step was that check.

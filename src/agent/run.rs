@@ -27,6 +27,8 @@ pub struct Agent<'a> {
     pub(super) model: &'a dyn LanguageModel,
     pub(super) tools: &'a ToolRegistry,
     pub(super) config: AgentConfig,
+    /// The leading matches this run checks: the config's, else the model's catalogue entry's.
+    pub(super) check_matches: usize,
     pub(super) prompt: PromptTemplate,
     pub(super) hooks: Hooks,
     pub(super) clock: Arc<dyn Clock>,
@@ -49,6 +51,14 @@ pub(super) enum Next {
 }
 
 impl Next {
+    pub(super) fn cancelled() -> Next {
+        Next::End {
+            status: RunStatus::Cancelled,
+            answer: None,
+            error: None,
+        }
+    }
+
     pub(super) fn stopped_by_hook(reason: String) -> Next {
         Next::End {
             status: RunStatus::Cancelled,
@@ -65,12 +75,12 @@ impl<'a> Agent<'a> {
         config: AgentConfig,
     ) -> Result<Self, AgentError> {
         let native_tools = config.protocol.calls_natively() && template_shows_tools(model);
-        let mut config = config;
-        config.check_matches = Some(config.check_matches_for(&model.descriptor()));
+        let check_matches = config.check_matches_for(&model.descriptor());
         Ok(Agent {
             model,
             tools,
             config,
+            check_matches,
             prompt: PromptTemplate::builtin()?,
             hooks: Hooks::default(),
             clock: Arc::new(SystemClock),

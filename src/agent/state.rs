@@ -35,11 +35,6 @@ pub(super) struct RunState {
     /// so it must not change for the KV cache to be reused. Tools the toolbelt adds later are
     /// described in the observation that adds them.
     pub system: Option<String>,
-    /// A shorter cap for the next observation than the model's own calls get: Burrow's
-    /// opening of the best match shows its head, every token of which is prefilled.
-    pub observation_cap: Option<usize>,
-    /// The next observation is Burrow's opening of a match the model is then asked about.
-    pub checking: bool,
 }
 
 /// A call the run made, for the loop guard and for results it need not show twice.
@@ -65,8 +60,6 @@ impl RunState {
             failed: HashMap::new(),
             handle,
             system: None,
-            observation_cap: None,
-            checking: false,
         }
     }
 

@@ -5,11 +5,12 @@
 
 use std::time::Instant;
 
+use super::decision::CallShape;
 use super::events::{AgentError, AgentEvent};
 use super::grammar::{step_grammar, StepShape};
 use super::meta;
 use super::protocol::{Decision, Step, ThoughtStream};
-use super::record::{RunStatus, StepRecord};
+use super::record::StepRecord;
 use super::run::{Agent, Next};
 use super::state::RunState;
 use crate::llm::engine::{CancelToken, GenerateRequest, LlmError, Prompt, StopReason, Usage};
@@ -73,11 +74,7 @@ impl Agent<'_> {
         let (output, usage, stop) = self.decode(state, &specs, request, cancel, on_event)?;
         let mut record = decoded(index, output, &usage, started);
         if stop == StopReason::Cancelled || cancel.is_cancelled() {
-            return Ok(Next::End {
-                status: RunStatus::Cancelled,
-                answer: None,
-                error: None,
-            });
+            return Ok(Next::cancelled());
         }
         if let Some(reason) = self
             .hooks
@@ -116,7 +113,9 @@ impl Agent<'_> {
                 allow_final,
                 on_event,
             ),
-            Decision::Act(action) => self.call(state, record, notes, action, on_event),
+            Decision::Act(action) => {
+                self.call(state, record, notes, action, CallShape::default(), on_event)
+            }
         }
     }
 
