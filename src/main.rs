@@ -56,6 +56,8 @@ enum Command {
     /// Measure the agent's answers on a question set, per model and protocol, beside the
     /// first hit of a search.
     Eval(cli::eval::EvalArgs),
+    /// Turn texts into vectors with the embedding model (search by meaning), or compare them.
+    Embed(cli::embed::EmbedArgs),
     /// The agent's runs, kept with every step.
     Runs {
         #[command(subcommand)]
@@ -100,5 +102,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Runs { command } => cli::runs::run(&home, command),
         Command::Ask(args) => cli::ask::ask(&home, args),
         Command::Eval(args) => cli::eval::eval(&home, args),
+        Command::Embed(args) => cli::embed::embed(&home, args),
     }
 }

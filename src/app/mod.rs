@@ -326,11 +326,13 @@ impl App {
         Ok(had)
     }
 
-    /// Every model of the catalogue (whether downloaded is what [`App::models`] finds).
+    /// Every chat model of the catalogue (whether downloaded is what [`App::models`] finds).
+    /// The embedding model is fetched with `burrow models fetch` until search reads with it.
     pub fn catalogue(&self) -> Vec<CatalogueModel> {
         Catalogue::builtin()
             .models
             .iter()
+            .filter(|m| m.purpose == crate::llm::library::Purpose::Chat)
             .map(|m| CatalogueModel {
                 id: m.id.clone(),
                 name: m.name.clone(),

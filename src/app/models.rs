@@ -26,6 +26,14 @@ pub enum ModelsError {
     DefaultMissing { name: String, file: String },
     #[error(transparent)]
     Fetch(#[from] FetchError),
+    #[error(
+        "the embedding model {name} ({file}) is not downloaded: download it with `burrow models fetch {id}`"
+    )]
+    EmbeddingMissing {
+        id: String,
+        name: String,
+        file: String,
+    },
 }
 
 /// The project's `models/` folder: next to the working directory, else next to the sources
@@ -119,6 +127,35 @@ pub fn fetch(
         .map(Path::to_path_buf)
         .unwrap_or_else(|| fetch_dir(home, entry));
     Ok(fetch::fetch(entry, &dir, fetcher, on_event)?)
+}
+
+/// The embedding model `query` names (a path, or a catalogue id), or with none the
+/// catalogue's embedding model, where `fetch_dir` puts it.
+pub fn embedding_model(home: &BurrowHome, query: Option<&str>) -> Result<PathBuf, ModelsError> {
+    if let Some(q) = query {
+        let path = Path::new(q);
+        if path.is_file() {
+            return Ok(path.to_path_buf());
+        }
+    }
+    let catalogue = Catalogue::builtin();
+    let entry = match query {
+        Some(id) => fetch::catalogue_entry(catalogue, id)?,
+        None => catalogue
+            .models
+            .iter()
+            .find(|m| m.purpose == library::Purpose::Embedding)
+            .ok_or(ModelsError::NoDefault)?,
+    };
+    let path = fetch_dir(home, entry).join(&entry.file);
+    if !path.is_file() {
+        return Err(ModelsError::EmbeddingMissing {
+            id: entry.id.clone(),
+            name: entry.name.clone(),
+            file: entry.file.clone(),
+        });
+    }
+    Ok(path)
 }
 
 /// Loads `info` on `engine` with `options`, reporting progress from 0 to 1: the one way a

@@ -4,6 +4,7 @@
 pub mod ask;
 pub mod bench;
 pub mod chat;
+pub mod embed;
 pub mod eval;
 pub mod models;
 pub mod runs;

@@ -56,6 +56,21 @@ pub enum ModelsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Convert a sentence-transformers BERT model folder (config.json, tokenizer.json,
+    /// model.safetensors) to a GGUF embedding model.
+    Convert {
+        /// The model's folder.
+        dir: PathBuf,
+        /// The GGUF file to write.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// The model's name in the file (default: the folder's).
+        #[arg(long)]
+        name: Option<String>,
+        /// Keep the weight matrices in F32 (default: F16, half the size).
+        #[arg(long)]
+        f32: bool,
+    },
 }
 
 #[derive(Args)]
@@ -97,6 +112,12 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
             wheels,
             json,
         } => models_fetch(home, id.as_deref(), dest.as_deref(), wheels, json),
+        ModelsCommand::Convert {
+            dir,
+            out,
+            name,
+            f32,
+        } => super::embed::convert(dir, out, name, f32),
     }
 }
 

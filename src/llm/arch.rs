@@ -163,6 +163,23 @@ pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
 /// audio codecs): loading one as a chat model fails in llama.cpp, so it is refused up front.
 pub const NON_CHAT_ARCHITECTURES: &[&str] = &["clip", "wavtokenizer-dec"];
 
+/// Encoder architectures llama.cpp pools into one vector per text: embedding models, which
+/// search by meaning reads with and which cannot chat.
+pub const EMBEDDING_ARCHITECTURES: &[&str] = &[
+    "bert",
+    "modern-bert",
+    "nomic-bert",
+    "nomic-bert-moe",
+    "neo-bert",
+    "jina-bert-v2",
+    "jina-bert-v3",
+    "eurobert",
+];
+
+pub fn is_embedding(arch: &str) -> bool {
+    EMBEDDING_ARCHITECTURES.contains(&arch)
+}
+
 pub fn is_supported(arch: &str) -> bool {
     SUPPORTED_ARCHITECTURES.contains(&arch) && !NON_CHAT_ARCHITECTURES.contains(&arch)
 }

@@ -2,6 +2,8 @@
 
 pub mod arch;
 pub mod bench;
+pub mod convert;
+pub mod embed;
 pub mod engine;
 // A scripted model for tests, here and in the shells' tests: not part of the product.
 #[cfg(any(test, feature = "testing"))]

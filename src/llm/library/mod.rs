@@ -12,7 +12,9 @@ pub mod fetch;
 mod info;
 mod resolve;
 
-pub use catalogue::{Catalogue, CatalogueEntry, Source, WheelMember, CATALOGUE_JSON};
+pub use catalogue::{
+    Catalogue, CatalogueEntry, ConvertFormat, Purpose, Source, WheelMember, CATALOGUE_JSON,
+};
 pub use discovery::{default_roots, discover, Discovery, DiscoveryProblem, SearchRoot};
 pub use info::{ModelInfo, ModelSource};
 pub use resolve::{resolve, ResolvedModel};

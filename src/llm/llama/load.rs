@@ -169,6 +169,16 @@ impl LlamaEngine {
         available: Option<u64>,
     ) -> Result<LoadHandle, LlmError> {
         let path = info.path.clone();
+        if crate::llm::arch::is_embedding(&info.architecture) {
+            return Err(LlmError::NotAModel {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "{} is an embedding model (architecture {}): it turns text into vectors \
+                     for search and cannot chat",
+                    info.name, info.architecture
+                ),
+            });
+        }
         if !info.supported {
             return Err(LlmError::UnsupportedArchitecture {
                 path: path.to_path_buf(),

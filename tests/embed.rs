@@ -1,0 +1,237 @@
+//! Issue 18 (search by meaning): the embedding model. Burrow converts all-MiniLM-L6-v2 from
+//! its PyPI wheel (a sentence-transformers folder) to GGUF itself, and llama.cpp running the
+//! result gives the vectors of a reference implementation (`scripts/embed/reference.py`: a
+//! float64 numpy BERT checked against sentence-transformers' published similarities), for
+//! the same token ids. Bad inputs are typed errors, never an abort.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use burrow::llm::convert::{convert_bert, ConvertError, Precision};
+use burrow::llm::embed::{check_embedding_model, EmbedError, EmbeddingModel, WINDOW_KEY};
+use burrow::llm::library::fetch::{fetch, WheelDir};
+use burrow::llm::library::{Catalogue, Purpose};
+use serde_json::Value;
+
+/// Where the README's test command leaves the wheel (`models/fetch.py ID --wheels DIR`).
+fn wheels() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/.cache/wheels");
+    assert!(
+        dir.is_dir(),
+        "the embedding model's wheel is missing: run `python3 models/fetch.py all-minilm-l6-v2-f16 --wheels models/.cache/wheels` (the README's test command does)"
+    );
+    dir
+}
+
+/// The catalogue's embedding model, fetched and converted once for all the tests here.
+fn minilm() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let entry = Catalogue::builtin()
+            .models
+            .iter()
+            .find(|m| m.purpose == Purpose::Embedding)
+            .expect("the catalogue has an embedding model");
+        // Kept for the life of the test process: the tests share one conversion.
+        let dir = tempfile::tempdir().unwrap().keep();
+        let fetched = fetch(entry, &dir, &WheelDir::new(wheels()), &mut |_| {}).unwrap();
+        assert!(fetched.downloaded);
+        fetched.path
+    })
+}
+
+fn model() -> &'static EmbeddingModel {
+    static MODEL: OnceLock<EmbeddingModel> = OnceLock::new();
+    MODEL.get_or_init(|| EmbeddingModel::load(minilm(), 2).unwrap())
+}
+
+struct Reference {
+    text: String,
+    token_ids: Vec<i32>,
+    embedding: Vec<f32>,
+}
+
+fn reference() -> Vec<Reference> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/embed/minilm-reference.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["sentences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| Reference {
+            text: s["text"].as_str().unwrap().to_string(),
+            token_ids: s["token_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_i64().unwrap() as i32)
+                .collect(),
+            embedding: s["embedding"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_f64().unwrap() as f32)
+                .collect(),
+        })
+        .collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let nb: f32 = b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    dot / (na * nb)
+}
+
+#[test]
+fn the_catalogues_embedding_model_is_converted_from_its_wheel_to_the_pinned_file() {
+    // `fetch` checks the catalogue's size and sha256: the conversion is deterministic.
+    let header = check_embedding_model(minilm()).unwrap();
+    assert_eq!(header.architecture(), Some("bert"));
+    assert_eq!(header.arch_u64("pooling_type"), Some(1), "mean pooling");
+    assert_eq!(header.get_u64(WINDOW_KEY), Some(256));
+    assert_eq!(header.get_str("tokenizer.ggml.model"), Some("bert"));
+    let m = model();
+    assert_eq!(m.dimension(), 384);
+    assert_eq!(m.max_tokens(), 256);
+}
+
+#[test]
+fn minilm_embeds_what_the_reference_implementation_does() {
+    let _guard = common::exclusive();
+    let m = model();
+    let sentences = reference();
+    let (long, short): (Vec<&Reference>, Vec<&Reference>) = sentences
+        .iter()
+        .partition(|s| s.token_ids.len() >= m.max_tokens());
+    assert_eq!(
+        long.len(),
+        1,
+        "the fixture has one sentence past the window"
+    );
+    let texts: Vec<&str> = short.iter().map(|s| s.text.as_str()).collect();
+    let vectors = m.embed(&texts).unwrap();
+    for (s, v) in short.iter().zip(&vectors) {
+        assert_eq!(m.tokens(&s.text), s.token_ids, "tokens of {:?}", s.text);
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4, "{:?}: norm {norm}", s.text);
+        // F16 weights: 0.999999 measured; a wrong norm epsilon, pooling or vocabulary form
+        // falls far below.
+        let c = cosine(v, &s.embedding);
+        assert!(c > 0.9999, "{:?}: cosine {c} with the reference", s.text);
+    }
+    // Paraphrases are close, unrelated texts are not, as with the reference.
+    let (fox, fast_fox, ripgrep) = (&vectors[0], &vectors[1], &vectors[2]);
+    assert!(cosine(fox, fast_fox) > 0.6 && cosine(fox, ripgrep) < 0.1);
+
+    // Past the window: read in windows (the reference cuts at 256 tokens; the text repeats
+    // one sentence, so the two agree), the first window's tokens as the reference's.
+    let long = long[0];
+    let tokens = m.tokens(&long.text);
+    assert!(tokens.len() > m.max_tokens());
+    assert_eq!(tokens[..255], long.token_ids[..255]);
+    let v = m.embed(&[&long.text]).unwrap().remove(0);
+    let c = cosine(&v, &long.embedding);
+    assert!(c > 0.98, "cosine {c} with the reference's first window");
+}
+
+#[test]
+fn a_text_is_embedded_the_same_alone_or_in_a_batch() {
+    // Sequences packed into one batch must not attend to each other.
+    let _guard = common::exclusive();
+    let m = model();
+    let alone = m.embed(&["ripgrep respects .gitignore"]).unwrap().remove(0);
+    let batch = m
+        .embed(&[
+            "a wallet closed during a rescan crashed the GUI",
+            "ripgrep respects .gitignore",
+            "",
+        ])
+        .unwrap();
+    let c = cosine(&alone, &batch[1]);
+    assert!(
+        c > 0.9999,
+        "cosine {c} between the text alone and in a batch"
+    );
+    assert!(cosine(&batch[0], &batch[1]) < 0.5);
+}
+
+#[test]
+fn a_text_far_longer_than_the_window_is_split_not_cut_and_never_aborts() {
+    let _guard = common::exclusive();
+    let m = model();
+    let mut text = "The wallet window freezes while rescanning. ".repeat(60);
+    text.push_str(&"Searching directories recursively with a regex pattern. ".repeat(60));
+    let tokens = m.tokens(&text);
+    assert!(tokens.len() > 4 * m.max_tokens(), "{} tokens", tokens.len());
+    let whole = m.embed(&[&text]).unwrap().remove(0);
+    let wallet = m
+        .embed(&["The wallet window freezes while rescanning."])
+        .unwrap()
+        .remove(0);
+    let search = m
+        .embed(&["Searching directories recursively with a regex pattern."])
+        .unwrap()
+        .remove(0);
+    // Both halves count: a text cut at its window would be the wallet sentence alone.
+    let (cw, cs) = (cosine(&whole, &wallet), cosine(&whole, &search));
+    assert!(cw > 0.5 && cs > 0.5, "wallet {cw}, search {cs}");
+    // Special tokens in a text are its text, never control tokens.
+    let with_markers = m.tokens("[CLS] [SEP] <|im_end|>");
+    assert_eq!(with_markers.iter().filter(|&&t| t == 101).count(), 1);
+    assert_eq!(with_markers.iter().filter(|&&t| t == 102).count(), 1);
+}
+
+#[test]
+fn a_language_model_or_a_broken_file_is_not_taken_for_an_embedding_model() {
+    let e = check_embedding_model(&common::smollm2()).unwrap_err();
+    assert!(matches!(e, EmbedError::NotEmbedding { .. }), "{e}");
+    assert!(e.to_string().contains("SmolLM2"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.gguf");
+    std::fs::write(&broken, b"GGUF\x03\x00\x00\x00garbage").unwrap();
+    let e = EmbeddingModel::load(&broken, 1).unwrap_err();
+    assert!(matches!(e, EmbedError::Gguf(_)), "{e}");
+    assert!(e.to_string().contains("broken.gguf"), "{e}");
+    // And the other way round: chat refuses the embedding model by name, before llama.cpp.
+    let engine = burrow::llm::LlamaEngine::new().unwrap();
+    let e = engine
+        .load(minilm(), &burrow::llm::LoadOptions::default())
+        .unwrap_err();
+    assert!(matches!(e, burrow::llm::LlmError::NotAModel { .. }), "{e}");
+    assert!(e.to_string().contains("embedding model"), "{e}");
+}
+
+#[test]
+fn the_converter_names_what_is_missing_or_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut out = Vec::new();
+    let e = convert_bert(dir.path(), "x", Precision::F16, &mut out).unwrap_err();
+    assert!(
+        matches!(&e, ConvertError::Missing { file, .. } if file == "config.json"),
+        "{e}"
+    );
+    let config = r#"{"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "intermediate_size": 16, "max_position_embeddings": 8}"#;
+    std::fs::write(dir.path().join("config.json"), config).unwrap();
+    let e = convert_bert(dir.path(), "x", Precision::F16, &mut out).unwrap_err();
+    assert!(matches!(e, ConvertError::Unsupported(_)), "{e}");
+    assert!(e.to_string().contains("llama"), "{e}");
+    std::fs::write(
+        dir.path().join("config.json"),
+        config.replace("llama", "bert"),
+    )
+    .unwrap();
+    let e = convert_bert(dir.path(), "x", Precision::F16, &mut out).unwrap_err();
+    assert!(
+        matches!(&e, ConvertError::Missing { file, .. } if file == "tokenizer.json"),
+        "{e}"
+    );
+    assert!(
+        out.is_empty(),
+        "nothing is written before the inputs are checked"
+    );
+}
