@@ -84,13 +84,17 @@ impl Agent<'_> {
     /// check it and answer. A small model shown only titles and snippets picks the wrong item
     /// more often than search's own first place (issue 22); shown the leading item whole, it
     /// checks it against the task.
-    pub(super) fn next_to_open(&self, state: &RunState) -> Option<Action> {
+    pub(super) fn next_to_open(&self, state: &RunState) -> Option<(Locator, Action)> {
         self.next_to_open_in(state, None)
     }
 
     /// `refused`: an item the model is saying no to in a check not yet recorded, counted as
     /// the run's last step.
-    fn next_to_open_in(&self, state: &RunState, refused: Option<&Locator>) -> Option<Action> {
+    fn next_to_open_in(
+        &self,
+        state: &RunState,
+        refused: Option<&Locator>,
+    ) -> Option<(Locator, Action)> {
         let steps = &state.steps;
         let first = steps.first()?;
         if !first.automatic || first.error.is_some() {
@@ -129,14 +133,17 @@ impl Agent<'_> {
             .take(if checks { self.check_matches } else { 1 })
             .find(|c| !opened.iter().any(|o| same_item(o, c)))?;
         let action = open_call(item)?;
-        state.active.contains(&action.tool).then_some(action)
+        state
+            .active
+            .contains(&action.tool)
+            .then(|| (item.clone(), action))
     }
 
     /// Opens one of the first search's leading matches (see `next_to_open`).
     pub(super) fn open_match(
         &self,
         state: &mut RunState,
-        action: Action,
+        (_item, action): (Locator, Action),
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
         let thought = if state.steps.len() == 1 {
@@ -253,6 +260,23 @@ impl Agent<'_> {
     /// Whether a "no" to `item` leads Burrow to open another match.
     fn next_to_open_after_no(&self, state: &RunState, item: &Locator) -> bool {
         self.next_to_open_in(state, Some(item)).is_some()
+    }
+
+    /// The item Burrow opened at the last step without a check (see `StepShape::decide`).
+    pub(super) fn opened_unchecked(state: &RunState) -> Option<&Locator> {
+        let [first, .., last] = state.steps.as_slice() else {
+            return None;
+        };
+        let opened = first.automatic
+            && last.automatic
+            && last.error.is_none()
+            && last.check.is_none()
+            && last.action.as_ref().is_some_and(|a| a.tool != SEARCH);
+        if opened {
+            last.items.first()
+        } else {
+            None
+        }
     }
 
     /// The item the model said answers the task, when the last step was that check.

@@ -41,9 +41,15 @@ impl Agent<'_> {
         let confirmed = Self::confirmed(state).cloned();
         let last = index + 1 >= self.config.max_steps || confirmed.is_some();
         let allow_final = index + 1 >= self.config.min_steps || last;
-        let cites: Vec<String> = match &confirmed {
-            Some(item) => vec![item.cite()],
-            None => state.seen().iter().map(Locator::cite).collect(),
+        // After Burrow's unchecked opening of a match, a thought-first protocol's step starts
+        // by deciding on it (see `StepShape::decide`); its final form cites that item.
+        let decide = Self::opened_unchecked(state)
+            .filter(|_| self.config.protocol.decides_late() && allow_final && !last)
+            .map(Locator::cite);
+        let cites: Vec<String> = match (&confirmed, &decide) {
+            (Some(item), _) => vec![item.cite()],
+            (None, Some(cite)) => vec![cite.clone()],
+            (None, None) => state.seen().iter().map(Locator::cite).collect(),
         };
         let made = state.calls_made();
         let openable = state.openable();
@@ -51,10 +57,11 @@ impl Agent<'_> {
             allow_final,
             todo_patch: self.config.protocol.has_plan_field(),
             cites: &cites,
-            must_cite: confirmed.is_some(),
+            must_cite: confirmed.is_some() || decide.is_some(),
             made: &made,
             openable: &openable,
             repos: &self.config.repos,
+            decide: decide.as_deref(),
         };
         // The plan never takes two steps in a row: Qwen2.5-Coder-0.5B (tool-calls) rewrote
         // its plan at every step until the limit. After a plan step the next one acts or

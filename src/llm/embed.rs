@@ -33,7 +33,6 @@ pub enum EmbedError {
     Embed(String),
 }
 
-
 /// Where a converted model keeps the window sentence-transformers reads it in.
 pub const WINDOW_KEY: &str = "sentence_transformers.max_seq_length";
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{answer_string, bounded, citations_schema, object, string, StepShape};
+use super::{answer_string, bounded, citations_schema, object, string, thought, StepShape};
 use crate::agent::todo::TodoPatch;
 use crate::tools::{spec_for, ToolSpec};
 
@@ -80,14 +80,14 @@ pub(super) fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
                 &["name", "arguments"],
             );
             object(
-                vec![("thought", string()), ("action", action)],
+                vec![("thought", thought(&shape, false)), ("action", action)],
                 &["thought", "action"],
             )
         },
         || {
             object(
                 vec![
-                    ("thought", string()),
+                    ("thought", thought(&shape, true)),
                     ("citations", citations_schema(&shape)),
                     ("answer", answer_string()),
                 ],
@@ -108,7 +108,7 @@ pub(super) fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
         |t| {
             object(
                 vec![
-                    ("thought", string()),
+                    ("thought", thought(&shape, false)),
                     ("action", json!({"const": t.name})),
                     ("args", args_string(&t.parameters)),
                 ],
@@ -118,7 +118,7 @@ pub(super) fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
         || {
             object(
                 vec![
-                    ("thought", string()),
+                    ("thought", thought(&shape, true)),
                     ("action", json!({"const": "FINISH"})),
                     ("citations", citations_schema(&shape)),
                     ("final_answer", answer_string()),

@@ -40,6 +40,30 @@ pub struct StepShape<'a> {
     pub openable: &'a [Locator],
     /// What a `repo` argument may name (empty: anything; see `AgentConfig::repos`).
     pub repos: &'a [String],
+    /// The item Burrow just opened without a check, in a protocol whose step starts with a
+    /// thought: the thought starts by deciding whether it answers the task (`Does X answer
+    /// the task? Yes` leads to the final form, citing it; `No` to a call). Without it
+    /// Qwen2.5-Coder-0.5B copied Burrow's own steps (thought and call) and opened result after
+    /// result to the step limit in json-action, json-finish and text (issue 22), while in
+    /// json-typed, whose `type` comes first, it answered.
+    pub decide: Option<&'a str>,
+}
+
+/// The question a deciding thought starts with (see `StepShape::decide`).
+pub fn decide_question(cite: &str) -> String {
+    format!("Does {cite} answer the task? ")
+}
+
+/// A regular expression matching `s` literally.
+fn regex_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The grammar of one step. For `tool-calls` the final answer is the `final_answer` tool, so
@@ -67,7 +91,7 @@ pub fn step_grammar(
         Protocol::JsonAction => Grammar::JsonSchema(json_action(tools, shape)),
         Protocol::JsonFinish => Grammar::JsonSchema(json_finish(tools, shape)),
         Protocol::Text => Grammar::Lark(text(tools, shape)?),
-        Protocol::ToolCalls => Grammar::Lark(tool_calls(&with_citations(tools, shape))?),
+        Protocol::ToolCalls => Grammar::Lark(tool_calls(&with_citations(tools, shape), shape)?),
     };
     Ok(grammar)
 }
@@ -177,6 +201,23 @@ fn opened_is(opened: &Value, value: &Value) -> bool {
 
 /// Citations a final answer may list.
 pub const CITATIONS: u64 = 3;
+
+/// The thought of a step's form: `string()`, or when the step decides (see
+/// `StepShape::decide`) the decision that leads to this form, `Yes` for the final answer.
+fn thought(shape: &StepShape<'_>, answers: bool) -> Value {
+    match shape.decide {
+        None => string(),
+        Some(cite) => json!({
+            "type": "string",
+            "pattern": format!(
+                "^{}{}[^\\n]{{0,{}}}$",
+                regex_literal(&decide_question(cite)),
+                if answers { "Yes" } else { "No" },
+                THOUGHT_CHARS - 1
+            ),
+        }),
+    }
+}
 
 /// A thought: one bounded line that starts with a letter or a digit. Small models otherwise
 /// start a thought with what the last step's JSON left in their head (`...},`).

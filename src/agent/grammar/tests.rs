@@ -464,3 +464,83 @@ fn a_repo_argument_names_a_repository_of_the_workspace() {
     let g = step_grammar(Protocol::JsonAction, &tools, open).unwrap();
     assert!(g.accepts(&call("github.com/bitcoin/Bitcoin-Qt")).unwrap());
 }
+
+/// Issue 22: after Burrow opened a match without a check, Qwen2.5-Coder-0.5B copied Burrow's
+/// steps in every protocol but json-typed and opened result after result to the step limit.
+/// There the step now starts by deciding on the opened item: yes answers citing it, no acts.
+#[test]
+fn a_step_after_an_unchecked_opening_decides_on_the_item_first() {
+    let cites = ["o/r#7".to_string()];
+    let shape = StepShape {
+        allow_final: true,
+        cites: &cites,
+        must_cite: true,
+        decide: Some("o/r#7"),
+        ..Default::default()
+    };
+    let cases: [(Protocol, &[&str], &[&str]); 4] = [
+        (
+            Protocol::JsonAction,
+            &[
+                r##"{"thought": "Does o/r#7 answer the task? Yes, it says so.", "citations": ["o/r#7"], "answer": "#7"}"##,
+                r##"{"thought": "Does o/r#7 answer the task? No.", "action": {"name": "calculate", "arguments": {"expression": "1"}}}"##,
+            ],
+            &[
+                // A yes that goes on to act, a no that answers, no decision, another citation.
+                r##"{"thought": "Does o/r#7 answer the task? Yes.", "action": {"name": "calculate", "arguments": {"expression": "1"}}}"##,
+                r##"{"thought": "Does o/r#7 answer the task? No.", "citations": ["o/r#7"], "answer": "#7"}"##,
+                r##"{"thought": "It does.", "citations": ["o/r#7"], "answer": "#7"}"##,
+                r##"{"thought": "Does o/r#7 answer the task? Yes.", "citations": [], "answer": "#7"}"##,
+            ],
+        ),
+        (
+            Protocol::JsonFinish,
+            &[
+                r##"{"thought": "Does o/r#7 answer the task? Yes.", "action": "FINISH", "citations": ["o/r#7"], "final_answer": "#7", "task_successful": true}"##,
+                r##"{"thought": "Does o/r#7 answer the task? No", "action": "calculate", "args": "{\"expression\": \"2\"}"}"##,
+            ],
+            &[
+                r##"{"thought": "Does o/r#7 answer the task? No.", "action": "FINISH", "citations": ["o/r#7"], "final_answer": "#7", "task_successful": true}"##,
+            ],
+        ),
+        (
+            Protocol::Text,
+            &[
+                "Thought: Does o/r#7 answer the task? Yes.\nCitations: o/r#7\nFinal Answer: #7",
+                "Thought: Does o/r#7 answer the task? No.\nAction: calculate\nArgs: {\"expression\": \"1\"}",
+            ],
+            &[
+                "Thought: Does o/r#7 answer the task? Yes.\nAction: calculate\nArgs: {\"expression\": \"1\"}",
+                "Thought: Does o/r#7 answer the task? Yes.\nCitations: o/r#7, o/r#7\nFinal Answer: #7",
+                "Thought: It does.\nCitations: o/r#7\nFinal Answer: #7",
+            ],
+        ),
+        (
+            Protocol::ToolCalls,
+            &[
+                "Does o/r#7 answer the task? Yes.\n<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"answer\": \"#7\", \"citations\": [\"o/r#7\"]}}\n</tool_call>",
+                "Does o/r#7 answer the task? No.\n<tool_call>\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}\n</tool_call>",
+            ],
+            &[
+                "Does o/r#7 answer the task? No.\n<tool_call>\n{\"name\": \"final_answer\", \"arguments\": {\"answer\": \"#7\", \"citations\": [\"o/r#7\"]}}\n</tool_call>",
+                "<tool_call>\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1\"}}\n</tool_call>",
+            ],
+        ),
+    ];
+    for (p, good, bad) in cases {
+        let g = step_grammar(p, &tools(), shape).unwrap();
+        g.validate().unwrap();
+        for s in good {
+            assert!(
+                g.accepts(s).unwrap(),
+                "{}: should accept {s}\n{g:?}",
+                p.as_str()
+            );
+            // And the parser reads what the grammar accepts.
+            p.parse(s).unwrap();
+        }
+        for s in bad {
+            assert!(!g.accepts(s).unwrap(), "{}: should refuse {s}", p.as_str());
+        }
+    }
+}
