@@ -16,14 +16,7 @@ pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
     "baichuan",
     "starcoder",
     "refact",
-    "bert",
-    "modern-bert",
-    "nomic-bert",
-    "nomic-bert-moe",
-    "neo-bert",
-    "jina-bert-v2",
-    "jina-bert-v3",
-    "eurobert",
+    // The BERT family: EMBEDDING_ARCHITECTURES.
     "bloom",
     "stablelm",
     "qwen",
@@ -180,6 +173,9 @@ pub fn is_embedding(arch: &str) -> bool {
     EMBEDDING_ARCHITECTURES.contains(&arch)
 }
 
+/// Whether the pinned llama.cpp loads the architecture (as a chat model or, for the BERT
+/// family, an embedding model).
 pub fn is_supported(arch: &str) -> bool {
-    SUPPORTED_ARCHITECTURES.contains(&arch) && !NON_CHAT_ARCHITECTURES.contains(&arch)
+    (SUPPORTED_ARCHITECTURES.contains(&arch) || is_embedding(arch))
+        && !NON_CHAT_ARCHITECTURES.contains(&arch)
 }

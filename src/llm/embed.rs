@@ -262,7 +262,8 @@ impl EmbedSession<'_> {
         tokens: usize,
         sums: &mut [Vec<f32>],
     ) -> Result<(), EmbedError> {
-        let mut batch = LlamaBatch::new(tokens.max(1), windows.len() as i32);
+        // Each token belongs to one sequence.
+        let mut batch = LlamaBatch::new(tokens.max(1), 1);
         for (seq, (_, w)) in windows.iter().enumerate() {
             batch
                 .add_sequence(w, seq as i32, true)

@@ -222,6 +222,17 @@ impl Tool for GetIssue {
     }
 }
 
+/// An agent in protocol `p` that opens the first search's best match without checking it
+/// (Qwen2.5-Coder-0.5B's catalogue entry).
+fn unchecked_agent<'a>(model: &'a FakeModel, tools: &'a ToolRegistry, p: Protocol) -> Agent<'a> {
+    let config = AgentConfig {
+        protocol: p,
+        check_matches: Some(0),
+        ..Default::default()
+    };
+    Agent::new(model, tools, config).unwrap()
+}
+
 /// Issue 22: shown titles and snippets, Qwen2.5-Coder-0.5B picked a wrong item more often than
 /// search's first place. After the first search Burrow opens its best match with the tool made
 /// for it (a real step the model reads, not one it must think of), and the model's first
@@ -235,17 +246,8 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
     tools.register(get.clone()).unwrap();
     let p = Protocol::JsonAction;
     let model = FakeModel::new([FakeTurn::text(&final_with(p, &["acme/app#918"], "#918"))]);
-    let agent = Agent::new(
-        &model,
-        &tools,
-        AgentConfig {
-            protocol: p,
-            // The checks that follow an opening have a test of their own.
-            check_matches: Some(0),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    // The checks that follow an opening have a test of their own.
+    let agent = unchecked_agent(&model, &tools, p);
     let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
     let opened = &outcome.steps[1];
@@ -638,16 +640,7 @@ fn after_an_unchecked_opening_the_model_decides_on_the_item_first() {
             _ => answer,
         };
         let model = FakeModel::new([FakeTurn::text(&answer)]);
-        let agent = Agent::new(
-            &model,
-            &tools,
-            AgentConfig {
-                protocol: p,
-                check_matches: Some(0),
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let agent = unchecked_agent(&model, &tools, p);
         let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
         assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
         assert_eq!(
