@@ -84,17 +84,13 @@ impl Agent<'_> {
     /// check it and answer. A small model shown only titles and snippets picks the wrong item
     /// more often than search's own first place (issue 22); shown the leading item whole, it
     /// checks it against the task.
-    pub(super) fn next_to_open(&self, state: &RunState) -> Option<(Locator, Action)> {
+    pub(super) fn next_to_open(&self, state: &RunState) -> Option<Action> {
         self.next_to_open_in(state, None)
     }
 
     /// `refused`: an item the model is saying no to in a check not yet recorded, counted as
     /// the run's last step.
-    fn next_to_open_in(
-        &self,
-        state: &RunState,
-        refused: Option<&Locator>,
-    ) -> Option<(Locator, Action)> {
+    fn next_to_open_in(&self, state: &RunState, refused: Option<&Locator>) -> Option<Action> {
         let steps = &state.steps;
         let first = steps.first()?;
         if !first.automatic || first.error.is_some() {
@@ -133,17 +129,14 @@ impl Agent<'_> {
             .take(if checks { self.check_matches } else { 1 })
             .find(|c| !opened.iter().any(|o| same_item(o, c)))?;
         let action = open_call(item)?;
-        state
-            .active
-            .contains(&action.tool)
-            .then(|| (item.clone(), action))
+        state.active.contains(&action.tool).then_some(action)
     }
 
     /// Opens one of the first search's leading matches (see `next_to_open`).
     pub(super) fn open_match(
         &self,
         state: &mut RunState,
-        (_item, action): (Locator, Action),
+        action: Action,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Next, AgentError> {
         let thought = if state.steps.len() == 1 {
@@ -171,16 +164,7 @@ impl Agent<'_> {
         if !self.checks_fit(state.steps.len().saturating_sub(1)) {
             return None;
         }
-        let [first, .., last] = state.steps.as_slice() else {
-            return None;
-        };
-        let opened = last.automatic
-            && last.error.is_none()
-            && last.action.as_ref().is_some_and(|a| a.tool != SEARCH);
-        if !(first.automatic && opened) {
-            return None;
-        }
-        last.items.first().cloned()
+        Self::opened_match(state).cloned()
     }
 
     /// The model says whether `item`, just opened, answers the task: one word under a
@@ -262,8 +246,9 @@ impl Agent<'_> {
         self.next_to_open_in(state, Some(item)).is_some()
     }
 
-    /// The item Burrow opened at the last step without a check (see `StepShape::decide`).
-    pub(super) fn opened_unchecked(state: &RunState) -> Option<&Locator> {
+    /// The item Burrow opened at the last step, if it did: checked next when checks fit
+    /// (`check_due`), else decided on in the model's step (see `StepShape::decide`).
+    pub(super) fn opened_match(state: &RunState) -> Option<&Locator> {
         let [first, .., last] = state.steps.as_slice() else {
             return None;
         };

@@ -43,7 +43,7 @@ impl Agent<'_> {
         let allow_final = index + 1 >= self.config.min_steps || last;
         // After Burrow's unchecked opening of a match, a thought-first protocol's step starts
         // by deciding on it (see `StepShape::decide`); its final form cites that item.
-        let decide = Self::opened_unchecked(state)
+        let decide = Self::opened_match(state)
             .filter(|_| self.config.protocol.decides_late() && allow_final && !last)
             .map(Locator::cite);
         let cites: Vec<String> = match (&confirmed, &decide) {
