@@ -17,6 +17,7 @@
 //! share.
 
 mod backup;
+mod cut;
 mod fields;
 mod gh_cli;
 mod rest;
@@ -116,10 +117,15 @@ pub const MAX_TITLE_CHARS: usize = 1_024;
 
 /// Cuts `text` to its first `max` characters, saying so at its end. Whether it was cut.
 fn cap(text: &mut String, max: usize) -> bool {
+    // Past `MAX_BODY_CHARS`, the reader already cut the text and said how long it was.
+    let read_total = cut::cut_length(text).map(|(at, total)| {
+        text.truncate(at);
+        total
+    });
     let Some((at, _)) = text.char_indices().nth(max) else {
         return false;
     };
-    let total = text.chars().count();
+    let total = read_total.unwrap_or_else(|| text.chars().count());
     text.truncate(at);
     text.push_str(&format!(
         "\n\n[cut by Burrow on import: the first {max} of {total} characters are kept]"

@@ -8,10 +8,11 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::backup::backup_record;
+use super::cut::{CutLongStrings, MAX_RECORD_BYTES};
 use super::fields::number_from_url;
 use super::gh_cli::gh_cli_item;
 use super::rest::{issue_comment, rest_item, review, review_comment};
-use super::{shape_err, Sink};
+use super::{shape_err, Sink, MAX_BODY_CHARS};
 use crate::workspace::WorkspaceError;
 
 /// Counts the lines a reader has given out, so parse errors can say where they are in the file
@@ -127,7 +128,8 @@ pub(super) fn read_from<R: std::io::BufRead>(
                 format!("invalid JSON at line {line}, column {column}: {e}"),
             )
         };
-        let mut de = serde_json::Deserializer::from_reader(&mut reader);
+        let mut cutter = CutLongStrings::new(&mut reader, MAX_BODY_CHARS + 1);
+        let mut de = serde_json::Deserializer::from_reader(&mut cutter);
         if first == b'[' {
             let mut index = 0usize;
             let mut failure: Option<WorkspaceError> = None;
@@ -141,16 +143,35 @@ pub(super) fn read_from<R: std::io::BufRead>(
             if let Some(f) = failure {
                 return Err(f);
             }
-            parsed.map_err(located)?;
+            if let Err(e) = parsed {
+                return Err(too_large(path, index + 1, cutter.over).unwrap_or_else(|| located(e)));
+            }
         } else {
-            let v: Value = serde::Deserialize::deserialize(&mut de).map_err(located)?;
-            record(path, v, sink)?;
+            let v: Result<Value, _> = serde::Deserialize::deserialize(&mut de);
+            match v {
+                Ok(v) => record(path, v, sink)?,
+                Err(e) => return Err(too_large(path, 1, cutter.over).unwrap_or_else(|| located(e))),
+            }
         }
     }
     if values == 0 {
         return Err(shape_err(path, "the file is empty"));
     }
     Ok(())
+}
+
+/// The error for a record the reader refused for its size, if that is what stopped the parse.
+fn too_large(path: &Path, record: usize, over: bool) -> Option<WorkspaceError> {
+    over.then(|| {
+        shape_err(
+            path,
+            format!(
+                "record {record} is larger than {} MiB once its long texts are cut: Burrow reads \
+                 records up to that size (a pull request with all its reviews is kilobytes)",
+                MAX_RECORD_BYTES >> 20
+            ),
+        )
+    })
 }
 
 /// Hands each element of a top-level array to `record` as soon as it is parsed.
