@@ -101,7 +101,9 @@ for s in (small, large, flat):
           f"p95 {s['search_p95_ms']:.2f} ms (unfiltered {s['p95_unfiltered_ms']:.1f}, by state "
           f"{s['p95_by_state_ms']:.1f}, by label {s['p95_by_label_ms']:.1f}), "
           f"{s['pages_with_a_note']} of {s['queries']} pages noted a partial ranking, "
-          f"database {s['db_mb']:.0f} MB")
+          f"database {s['db_mb']:.0f} MB; hybrid with {s['vectors']} vectors (a hashing "
+          f"stand-in for the model, filled in {s['vector_fill_ms']/1000:.1f} s): p50 "
+          f"{s['hybrid_p50_ms']:.2f} ms p95 {s['hybrid_p95_ms']:.2f} ms")
 print(f"peak RSS {large['issues']} vs {small['issues']} issues: "
       f"{large['peak_rss_mb']/small['peak_rss_mb']:.2f}x for {large['issues']/small['issues']:.0f}x the data")
 EOF

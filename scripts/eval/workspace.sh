@@ -6,6 +6,8 @@
 #   RIPGREP_CLONE: a clone of https://github.com/BurntSushi/ripgrep with its history; it is
 #   checked out at the pinned commit (detached). BURROW_HOME defaults to target/eval-home.
 # Then: target/release/burrow --home target/eval-home eval scripts/eval/questions.jsonl ...
+# EMBED=1 also gives every unit a vector of the embedding model (about 10 minutes on 2 cores),
+# for `eval --search meaning,hybrid` and `search --mode`.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
 ripgrep="${1:?usage: $0 RIPGREP_CLONE [BURROW_HOME]}"
@@ -20,4 +22,7 @@ git -C "$ripgrep" -c advice.detachedHead=false checkout -q "$commit"
 [ -d "$backup" ] || { echo "no issues backup at $backup" >&2; exit 1; }
 "$burrow" --home "$home" workspace add "$ripgrep" --name ripgrep
 "$burrow" --home "$home" workspace import --repo bitcoin-core/gui "$backup"
+if [ "${EMBED:-0}" = 1 ]; then
+    "$burrow" --home "$home" workspace embed
+fi
 "$burrow" --home "$home" workspace status

@@ -67,7 +67,7 @@ impl From<AppError> for CommandError {
     fn from(e: AppError) -> Self {
         let kind = match &e {
             AppError::Workspace(_) => "workspace",
-            AppError::Model(_) | AppError::Models(_) => "model",
+            AppError::Model(_) | AppError::Models(_) | AppError::Embedding(_) => "model",
             AppError::Agent(_) => "agent",
             AppError::Settings(_) => "settings",
             AppError::Config(_) => "config",

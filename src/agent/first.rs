@@ -4,6 +4,7 @@
 //! Each is a real step: recorded, streamed, kept, and replayed to the model in its own
 //! protocol's format (which also shows the model well-formed steps before it writes any).
 
+use crate::workspace::search::asked_kinds;
 use serde_json::{json, Map, Value};
 
 use std::time::Instant;
@@ -357,78 +358,12 @@ pub fn first_search(task: &str) -> Map<String, Value> {
     let query: String = task.trim().chars().take(QUERY_CHARS).collect();
     let mut args = Map::new();
     args.insert("query".into(), Value::String(query));
-    let kinds = asked_kinds(task);
+    let kinds: Vec<&str> = asked_kinds(task).iter().map(|k| k.as_str()).collect();
     if !kinds.is_empty() {
         args.insert("kinds".into(), json!(kinds));
     }
     args.insert("limit".into(), json!(RESULTS));
     args
-}
-
-/// The kinds of item a question asks for: the noun right after "which", "what" or "is there"
-/// (past an article and one adjective: "which merged pull request"), and a second one joined
-/// by "or" ("an issue or pull request").
-fn asked_kinds(task: &str) -> Vec<&'static str> {
-    const KINDS: [(&[&str], &str); 5] = [
-        (&["issue", "issues", "bug report", "report"], "issue"),
-        (&["pull request", "pull requests", "pr", "prs"], "pr"),
-        (&["commit", "commits"], "commit"),
-        (&["document", "documents", "doc", "docs", "guide"], "doc"),
-        (
-            &[
-                "source file",
-                "source files",
-                "file",
-                "files",
-                "function",
-                "module",
-            ],
-            "code",
-        ),
-    ];
-    let lower = task.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    // The kind named at `at` (or one word later), and where its name ends.
-    let kind_at = |at: usize| -> Option<(&'static str, usize)> {
-        let mut at = at;
-        while words
-            .get(at)
-            .is_some_and(|w| matches!(*w, "a" | "an" | "the"))
-        {
-            at += 1;
-        }
-        for start in [at, at + 1] {
-            for (names, kind) in KINDS {
-                for n in names {
-                    let parts: Vec<&str> = n.split(' ').collect();
-                    if words.get(start..start + parts.len()) == Some(parts.as_slice()) {
-                        return Some((kind, start + parts.len()));
-                    }
-                }
-            }
-        }
-        None
-    };
-    for (i, w) in words.iter().enumerate() {
-        if !matches!(*w, "which" | "what" | "there") {
-            continue;
-        }
-        if let Some((kind, end)) = kind_at(i + 1) {
-            let mut kinds = vec![kind];
-            if words.get(end) == Some(&"or") {
-                if let Some((other, _)) = kind_at(end + 1) {
-                    if other != kind {
-                        kinds.push(other);
-                    }
-                }
-            }
-            return kinds;
-        }
-    }
-    Vec::new()
 }
 
 #[cfg(test)]
@@ -472,27 +407,6 @@ mod tests {
 
     #[test]
     fn a_question_that_names_a_kind_searches_that_kind() {
-        let kinds = |t: &str| asked_kinds(t);
-        assert_eq!(kinds("Which commit fixed the hang?"), ["commit"]);
-        assert_eq!(
-            kinds("Which merged pull request makes it quit with an error?"),
-            ["pr"]
-        );
-        assert_eq!(
-            kinds("The file is written without a suffix. Is there an issue or pull request about this?"),
-            ["issue", "pr"]
-        );
-        assert_eq!(kinds("Which source file walks the regex?"), ["code"]);
-        // The thing asked for, not a thing named after it.
-        assert_eq!(
-            kinds("Which commit dropped the ag ignore file?"),
-            ["commit"]
-        );
-        // Named, but not asked for.
-        assert!(
-            kinds("Where does the project say whether agents may open pull requests?").is_empty()
-        );
-        assert!(kinds("how does the walker skip hidden files").is_empty());
         let args = first_search("  Which document explains the long paths?  ");
         assert_eq!(
             Value::Object(args),

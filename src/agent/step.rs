@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::decision::CallShape;
 use super::events::{AgentError, AgentEvent};
-use super::grammar::{step_grammar, StepShape};
+use super::grammar::{answer_room, step_grammar, StepShape};
 use super::meta;
 use super::protocol::{Decision, Step, ThoughtStream};
 use super::record::StepRecord;
@@ -27,7 +27,7 @@ impl Agent<'_> {
         on_event(AgentEvent::StepStarted { index });
         let specs = self.visible_specs(state);
         self.warm_start(state, &specs)?;
-        let prompt = self.step_prompt(state, &specs, cancel, on_event)?;
+        let (prompt, prompt_tokens) = self.step_prompt(state, &specs, cancel, on_event)?;
         if let Some(reason) = self
             .hooks
             .stop_reason(|h| h.before_model(&self.hook_context(state)))
@@ -62,6 +62,12 @@ impl Agent<'_> {
             openable: &openable,
             repos: &self.config.repos,
             decide: decide.as_deref(),
+            answer_chars: match self.model.descriptor().context_length {
+                0 => None,
+                window => Some(answer_room(
+                    (window as u64).saturating_sub(prompt_tokens as u64),
+                )),
+            },
         };
         // The plan never takes two steps in a row: Qwen2.5-Coder-0.5B (tool-calls) rewrote
         // its plan at every step until the limit. After a plan step the next one acts or
@@ -134,19 +140,17 @@ impl Agent<'_> {
         specs: &[ToolSpec],
         cancel: &CancelToken,
         on_event: &mut dyn FnMut(AgentEvent),
-    ) -> Result<Prompt, AgentError> {
+    ) -> Result<(Prompt, usize), AgentError> {
         let window = self.model.descriptor().context_length;
         let prepared = self.model.prepare(self.build_messages(state, specs)?)?;
         if window > 0
             && prepared.tokens as f64 > self.config.summarize_at * window as f64
             && self.summarize(state, specs, cancel, on_event)?
         {
-            return Ok(self
-                .model
-                .prepare(self.build_messages(state, specs)?)?
-                .prompt);
+            let again = self.model.prepare(self.build_messages(state, specs)?)?;
+            return Ok((again.prompt, again.tokens));
         }
-        Ok(prepared.prompt)
+        Ok((prepared.prompt, prepared.tokens))
     }
 
     /// The generation request of a step: its sampling, limits, stop strings and grammar.

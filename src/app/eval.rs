@@ -54,14 +54,14 @@ pub struct Question {
 
 /// An accepted item, read from its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Accepted {
+pub(crate) enum Accepted {
     Number { repo: String, number: i64 },
     File { repo: String, path: String },
     Commit { repo: String, hash: String },
 }
 
 impl Accepted {
-    fn parse(s: &str) -> Option<Accepted> {
+    pub(crate) fn parse(s: &str) -> Option<Accepted> {
         if let Some((repo, n)) = s.rsplit_once('#') {
             return Some(Accepted::Number {
                 repo: repo.to_string(),
@@ -83,7 +83,7 @@ impl Accepted {
     }
 
     /// Whether an item the answer cites is this one.
-    fn is(&self, l: &Locator) -> bool {
+    pub(crate) fn is(&self, l: &Locator) -> bool {
         let same_repo = |r: &Option<String>, repo: &str| r.as_deref().is_none_or(|r| r == repo);
         match (self, l) {
             (
@@ -324,7 +324,7 @@ pub fn baseline(ws: &Workspace, questions: &[Question]) -> Result<Vec<BaselineHi
     Ok(out)
 }
 
-fn without_line(l: Locator) -> Locator {
+pub(crate) fn without_line(l: Locator) -> Locator {
     match l {
         Locator::File { path, repo, .. } => Locator::File {
             path,

@@ -5,6 +5,8 @@
 //! lines and everything here is tested without a window.
 
 pub mod eval;
+pub mod eval_search;
+pub mod meaning;
 pub mod models;
 pub mod settings;
 
@@ -56,6 +58,8 @@ pub enum AppError {
     Open { what: String, message: String },
     #[error("{0} is already being downloaded")]
     FetchInProgress(String),
+    #[error("{0}")]
+    Embedding(String),
 }
 
 /// Lines shown before a linked line, so it is seen in context.

@@ -12,9 +12,13 @@ use super::ask::protocol;
 use super::models::{load_model, ModelArgs};
 use burrow::agent::protocol::{Protocol, PROTOCOLS};
 use burrow::agent::AgentConfig;
-use burrow::app::eval::{baseline, read_questions, summarize, BaselineHit, Scored, Summary};
+use burrow::app::eval::{
+    baseline, read_questions, summarize, BaselineHit, Question, Scored, Summary,
+};
+use burrow::app::meaning::ModelEmbedder;
 use burrow::app::App;
 use burrow::config::BurrowHome;
+use burrow::workspace::Workspace;
 
 #[derive(Args)]
 pub struct EvalArgs {
@@ -63,6 +67,16 @@ pub struct EvalArgs {
     /// Print the results as one JSON object at the end.
     #[arg(long)]
     pub json: bool,
+    /// Measure search alone (no model runs): these ways of searching, comma-separated, of
+    /// words, meaning, hybrid and naive (SQLite FTS5's defaults over one row per item).
+    #[arg(long, value_delimiter = ',', value_name = "MODES")]
+    pub search: Vec<String>,
+    /// Embedding model for --search meaning and hybrid: a GGUF path or a catalogue id.
+    #[arg(long, value_name = "MODEL")]
+    pub embedding_model: Option<String>,
+    /// Reciprocal rank fusion's constant for --search hybrid (default: Burrow's).
+    #[arg(long, value_name = "K")]
+    pub fusion_k: Option<f64>,
 }
 
 pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
@@ -78,6 +92,9 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
     }
     if questions.is_empty() {
         bail!("no question of {} is left to ask", args.questions.display());
+    }
+    if !args.search.is_empty() {
+        return search_eval(home, &args, &questions);
     }
     let protocols: Vec<Protocol> = if args.protocol == "all" {
         PROTOCOLS.to_vec()
@@ -212,4 +229,53 @@ fn print_table(summaries: &[Summary], base: &[BaselineHit]) {
          tool: a workspace tool ran; model: the model called one itself; repeat: calls identical \
          to an earlier one; unseen: items named that the run never saw"
     );
+}
+
+/// `burrow eval --search`: search alone, per mode, beside the naive floor.
+fn search_eval(home: &BurrowHome, args: &EvalArgs, questions: &[Question]) -> Result<ExitCode> {
+    let ws = Workspace::open(home)?;
+    let modes: Vec<&str> = args.search.iter().map(String::as_str).collect();
+    let embedder = if modes.iter().any(|m| *m == "meaning" || *m == "hybrid") {
+        let threads = args.threads.unwrap_or(1);
+        Some(ModelEmbedder::load(
+            home,
+            args.embedding_model.as_deref(),
+            threads,
+        )?)
+    } else {
+        None
+    };
+    let scores = burrow::app::eval_search::search_eval(
+        &ws,
+        embedder.as_ref(),
+        questions,
+        &modes,
+        args.fusion_k,
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&scores)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} questions; recall@1 / recall@5 / MRR@10, then per kind recall@5",
+        questions.len()
+    );
+    for s in &scores {
+        let kinds: Vec<String> = s
+            .by_kind
+            .iter()
+            .map(|(k, v)| format!("{k} {:.2} ({})", v.recall_at_5, v.questions))
+            .collect();
+        println!(
+            "{:>8}: {:.2} / {:.2} / {:.2}   p50 {:.1} ms, p95 {:.1} ms   {}",
+            s.mode,
+            s.all.recall_at_1,
+            s.all.recall_at_5,
+            s.all.mrr_at_10,
+            s.latency_p50_ms,
+            s.latency_p95_ms,
+            kinds.join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -8,8 +8,11 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use burrow::app::meaning::{prepare_query, ModelEmbedder};
 use burrow::config::BurrowHome;
-use burrow::workspace::{IndexEvent, IndexPhase, IndexReport, Kind, SearchQuery, Workspace};
+use burrow::workspace::{
+    IndexEvent, IndexPhase, IndexReport, Kind, SearchMode, SearchQuery, Workspace,
+};
 
 #[derive(Subcommand)]
 pub enum WorkspaceCommand {
@@ -39,6 +42,18 @@ pub enum WorkspaceCommand {
     /// Index again what changed (one repository, or all of them).
     Reindex {
         name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give every searchable unit a vector of the embedding model, so search finds by meaning
+    /// too (only what has none yet; everything again after a change of model).
+    Embed {
+        /// Embedding model: a GGUF path or a catalogue id (default: the catalogue's).
+        #[arg(long, short)]
+        model: Option<String>,
+        /// CPU threads (default: all cores).
+        #[arg(long)]
+        threads: Option<u32>,
         #[arg(long)]
         json: bool,
     },
@@ -73,6 +88,13 @@ pub struct SearchArgs {
     pub limit: usize,
     #[arg(long, default_value_t = 0)]
     pub offset: usize,
+    /// words, meaning or hybrid (both, fused; by words alone until the workspace is
+    /// embedded).
+    #[arg(long, default_value = "hybrid")]
+    pub mode: String,
+    /// Embedding model for meaning and hybrid: a GGUF path or a catalogue id.
+    #[arg(long, value_name = "MODEL")]
+    pub embedding_model: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -119,6 +141,12 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                         s.files, s.skipped_files, s.commits, s.branches, s.tags, s.issues, s.pull_requests, s.comments, s.documents
                     );
                 }
+                match ws.vectors_status()? {
+                    Some((model, dim, n)) => println!(
+                        "search by meaning: {n} units have a vector of {model} ({dim} dimensions)"
+                    ),
+                    None => println!("search by meaning: no vectors yet (burrow workspace embed)"),
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -138,7 +166,54 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
             }
             print_reports(&reports, json)
         }
+        WorkspaceCommand::Embed {
+            model,
+            threads,
+            json,
+        } => {
+            let threads = threads.unwrap_or_else(all_cores);
+            let mut embedder = ModelEmbedder::load(home, model.as_deref(), threads)?;
+            let bar = ProgressBar::new(0);
+            if json {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+            }
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "   embed [{bar:30}] {pos}/{len} units {per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            let started = std::time::Instant::now();
+            let report = ws.embed_pending(&mut embedder, &mut |p| {
+                bar.set_length(p.total as u64);
+                bar.set_position(p.done as u64);
+            })?;
+            bar.finish();
+            let seconds = started.elapsed().as_secs_f64();
+            if json {
+                let mut v = serde_json::to_value(&report)?;
+                v["seconds"] = seconds.into();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                if let Some(old) = &report.replaced_model {
+                    println!("note: the vectors were {old}'s; every unit was embedded again");
+                }
+                println!(
+                    "{} units embedded ({} reused a vector of the same text) in {seconds:.1} s; \
+                     {} units in the workspace",
+                    report.embedded, report.reused, report.total
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+fn all_cores() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
 }
 
 fn index_with_progress(ws: &Workspace, name: &str, quiet: bool) -> Result<IndexReport> {
@@ -271,8 +346,27 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
             .transpose()?,
         limit: args.limit,
         offset: args.offset,
+        mode: SearchMode::parse(&args.mode)?,
+        ..Default::default()
     };
-    let page = ws.search(&query)?;
+    let mut query = query;
+    // The model is loaded only when the workspace has vectors to compare its query with.
+    let embedder = match (query.mode, ws.vectors_status()?) {
+        (SearchMode::Words, _) | (_, None) => None,
+        _ => Some(ModelEmbedder::load(
+            home,
+            args.embedding_model.as_deref(),
+            all_cores(),
+        )?),
+    };
+    let words_only = prepare_query(&ws, embedder.as_ref(), &mut query)?;
+    let mut page = ws.search(&query)?;
+    if let Some(why) = words_only {
+        page.note = Some(match page.note {
+            Some(n) => format!("{why}; {n}"),
+            None => why,
+        });
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page.hits)?);
         return Ok(ExitCode::SUCCESS);
@@ -282,8 +376,19 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for (i, h) in page.hits.iter().enumerate() {
+        let linked = if h.linked.is_empty() {
+            String::new()
+        } else {
+            let numbers: Vec<String> = h.linked.iter().map(|n| format!("#{n}")).collect();
+            let how = if h.kind == Kind::Pr {
+                "fixes"
+            } else {
+                "fixed by"
+            };
+            format!("  ({how} {})", numbers.join(", "))
+        };
         println!(
-            "{:>2}. [{}] {} {}  {}",
+            "{:>2}. [{}] {} {}  {}{linked}",
             args.offset + i + 1,
             h.kind,
             h.repo,

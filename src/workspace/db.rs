@@ -215,6 +215,44 @@ const MIGRATIONS: &[&str] = &[
     // schema is kept beside that code and included here, as the one sequence of migrations
     // needs every part in order.
     include_str!("../agent/runs.sql"),
+    // 4: search by meaning. A vector per searchable unit (`docs` row), kept by the hash of the
+    // text it was made from, so a unit re-indexed with the same text keeps its vector and the
+    // same text in two units is embedded once. `embedding_model` names the model the vectors
+    // came from: another model's vectors are never compared with them (its change clears them).
+    r#"
+    CREATE TABLE embedding_model (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        name TEXT NOT NULL,
+        dimension INTEGER NOT NULL,
+        -- Counts the passes that changed the vectors, so searches know to reload them.
+        generation INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE vectors (
+        hash BLOB PRIMARY KEY,
+        -- `dimension` little-endian f32, unit length.
+        vec BLOB NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE doc_vectors (
+        doc_id INTEGER PRIMARY KEY REFERENCES docs(id) ON DELETE CASCADE,
+        hash BLOB NOT NULL
+    );
+    CREATE INDEX doc_vectors_hash ON doc_vectors (hash);
+    -- Which pull request fixed which issue, where the data says so: the pull request's text
+    -- says "fixes #N" (or closes, resolves), or the issue was closed by its merge commit.
+    ALTER TABLE issues ADD COLUMN merge_commit TEXT;
+    ALTER TABLE issues ADD COLUMN closed_by TEXT;
+    CREATE TABLE links (
+        repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+        issue INTEGER NOT NULL,
+        pr INTEGER NOT NULL,
+        -- 'fixes' (the pull request says so) or 'merge' (its merge commit closed the issue).
+        how TEXT NOT NULL,
+        PRIMARY KEY (repo_id, issue, pr, how)
+    );
+    CREATE INDEX links_pr ON links (repo_id, pr);
+    CREATE INDEX issues_merge_commit ON issues (repo_id, merge_commit)
+        WHERE merge_commit IS NOT NULL;
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).

@@ -10,6 +10,7 @@ pub mod queries;
 pub mod rank;
 pub mod search;
 pub mod text;
+pub mod vectors;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -20,7 +21,8 @@ use serde::Serialize;
 use crate::config::BurrowHome;
 
 pub use index::{IndexEvent, IndexPhase, IndexReport};
-pub use search::{Kind, SearchHit, SearchPage, SearchQuery};
+pub use search::{Kind, SearchHit, SearchMode, SearchPage, SearchQuery};
+pub use vectors::{EmbedProgress, EmbedReport, Embedder};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
@@ -58,6 +60,9 @@ pub enum WorkspaceError {
     /// user's).
     #[error("full-text search: {0}")]
     Fts(String),
+    /// The embedding model failed (search by meaning).
+    #[error("embedding: {0}")]
+    Embed(String),
 }
 
 impl WorkspaceError {
@@ -123,6 +128,8 @@ pub struct Workspace {
     phrase_rows: Mutex<search::PhraseRows>,
     /// How many matches a search ranks at most (`search::RANK_ROWS`; smaller in tests).
     rank_rows: std::sync::atomic::AtomicUsize,
+    /// Every unit's vector, for search by meaning (loaded on the first such search).
+    vectors: Mutex<Option<vectors::VectorIndex>>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -148,6 +155,7 @@ impl Workspace {
             conn: Mutex::new(conn),
             phrase_rows: Mutex::new(search::PhraseRows::default()),
             rank_rows: std::sync::atomic::AtomicUsize::new(search::RANK_ROWS),
+            vectors: Mutex::new(None),
         })
     }
 

@@ -22,6 +22,25 @@ fn the_bitcoin_core_gui_backup_imports_and_ranks() {
     assert_eq!((status.issues, status.pull_requests), (341, 537));
     let comments = status.comments;
 
+    // Issue 18: which pull request fixed which issue. #726 ("Register `wallet::AddressPurpose`
+    // type") says "Fixes #725" ("Crash using getnewaddress in the console"), and its merge
+    // commit closed #725; #725's words are not #726's.
+    assert_eq!(
+        ws.issue(Some("bitcoin-core/gui"), 725, 0).unwrap().linked,
+        [726]
+    );
+    assert_eq!(
+        ws.issue(Some("bitcoin-core/gui"), 726, 0).unwrap().linked,
+        [725]
+    );
+    let hits = search(
+        &ws,
+        "Which pull request fixed the crash when calling getnewaddress in the console?",
+        &[],
+    );
+    let first_pr = hits.iter().find(|h| h.kind == Kind::Pr).unwrap();
+    assert_eq!((first_pr.number, &first_pr.linked), (Some(726), &vec![725]));
+
     // Re-importing updates, never duplicates.
     ws.import(
         &fixtures().join("bitcoin-core-gui-backup/pulls/138.json"),

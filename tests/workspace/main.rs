@@ -13,6 +13,7 @@ mod common;
 mod folders;
 mod git_repo;
 mod imports;
+mod meaning;
 mod reliability;
 mod runs;
 

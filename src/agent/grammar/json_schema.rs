@@ -59,7 +59,7 @@ pub(super) fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
                     ("type", json!({"const": "final"})),
                     ("thinking", string()),
                     ("citations", citations_schema(&shape)),
-                    ("final", answer_string()),
+                    ("final", answer_string(&shape)),
                 ]),
                 &["type", "thinking", "citations", "final"],
             )
@@ -89,7 +89,7 @@ pub(super) fn json_action(tools: &[ToolSpec], shape: StepShape) -> Value {
                 vec![
                     ("thought", thought(&shape, true)),
                     ("citations", citations_schema(&shape)),
-                    ("answer", answer_string()),
+                    ("answer", answer_string(&shape)),
                 ],
                 &["thought", "citations", "answer"],
             )
@@ -121,7 +121,7 @@ pub(super) fn json_finish(tools: &[ToolSpec], shape: StepShape) -> Value {
                     ("thought", thought(&shape, true)),
                     ("action", json!({"const": "FINISH"})),
                     ("citations", citations_schema(&shape)),
-                    ("final_answer", answer_string()),
+                    ("final_answer", answer_string(&shape)),
                     ("task_successful", json!({"type": "boolean"})),
                 ],
                 &[

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::{bounded, decide_question, object, StepShape, ANSWER_CHARS, CITATIONS, THOUGHT_CHARS};
+use super::{answer_limit, bounded, decide_question, object, StepShape, CITATIONS, THOUGHT_CHARS};
 use crate::llm::grammar::{strict_json_schema, GrammarError};
 use crate::tools::ToolSpec;
 
@@ -99,8 +99,9 @@ pub(super) fn text(tools: &[ToolSpec], shape: StepShape<'_>) -> Result<String, G
             }
         }
         g.push_str(&format!(
-            "final: \"Citations: \" ({}) \"\\nFinal Answer: \" ANSWER\nANSWER: /(.|\\n){{1,{ANSWER_CHARS}}}/\n",
-            cites.join(" | ")
+            "final: \"Citations: \" ({}) \"\\nFinal Answer: \" ANSWER\nANSWER: /(.|\\n){{1,{}}}/\n",
+            cites.join(" | "),
+            answer_limit(&shape)
         ));
     }
     Ok(g)

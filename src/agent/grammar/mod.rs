@@ -47,6 +47,9 @@ pub struct StepShape<'a> {
     /// result to the step limit in json-action, json-finish and text (issue 22), while in
     /// json-typed, whose `type` comes first, it answered.
     pub decide: Option<&'a str>,
+    /// The longest final answer, in characters (None: `ANSWER_CHARS`): less when the context
+    /// window has little room left (see `answer_room`).
+    pub answer_chars: Option<u64>,
 }
 
 /// The question a deciding thought starts with (see `StepShape::decide`).
@@ -109,6 +112,24 @@ fn object(properties: Vec<(&str, Value)>, required: &[&str]) -> Value {
 /// string and the step still parses.
 const THOUGHT_CHARS: u64 = 400;
 const ANSWER_CHARS: u64 = 2000;
+
+/// The longest final answer a step may write (see `StepShape::answer_chars`).
+fn answer_limit(shape: &StepShape) -> u64 {
+    shape
+        .answer_chars
+        .unwrap_or(ANSWER_CHARS)
+        .clamp(1, ANSWER_CHARS)
+}
+
+/// How long a final answer may be when `room` tokens of the context window are left for the
+/// step: what the thought and the step's own syntax take set aside (`THOUGHT_CHARS` at two
+/// characters a token), two characters a token for the rest, and never under 100. SmolLM2,
+/// shown an issue with one more line, wrote 544 tokens of emoji and hashtags as its answer
+/// until the window was full, and the step was lost.
+pub fn answer_room(room: u64) -> u64 {
+    let reserved = THOUGHT_CHARS / 2 + 64;
+    (room.saturating_sub(reserved) * 2).clamp(100, ANSWER_CHARS)
+}
 /// Characters of one string argument of a tool, unless its schema says otherwise.
 const ARGUMENT_CHARS: u64 = 300;
 /// Items of one list argument, unless its schema says otherwise.
@@ -261,8 +282,8 @@ fn with_citations(tools: &[ToolSpec], shape: StepShape<'_>) -> Vec<ToolSpec> {
         .collect()
 }
 
-fn answer_string() -> Value {
-    json!({"type": "string", "maxLength": ANSWER_CHARS})
+fn answer_string(shape: &StepShape) -> Value {
+    json!({"type": "string", "maxLength": answer_limit(shape)})
 }
 
 /// A tool's parameters with every string and list bounded (see `ARGUMENT_CHARS`,

@@ -544,3 +544,40 @@ fn a_step_after_an_unchecked_opening_decides_on_the_item_first() {
         }
     }
 }
+
+/// A final answer is kept to what the context window has room for: SmolLM2 wrote 544 tokens
+/// of emoji as an answer until the window was full, and the step was lost (found when an
+/// issue's observation gained a "Fixed by" line, issue 18).
+#[test]
+fn a_final_answer_is_kept_to_the_room_left_in_the_window() {
+    assert_eq!(answer_room(100_000), ANSWER_CHARS);
+    assert!(answer_room(543) < 800, "{}", answer_room(543));
+    assert_eq!(answer_room(0), 100);
+    let shape = StepShape {
+        allow_final: true,
+        answer_chars: Some(10),
+        ..Default::default()
+    };
+    let answer = |p: Protocol, text: &str| match p {
+        Protocol::JsonTyped => {
+            format!(
+                r#"{{"type": "final", "thinking": "done", "citations": [], "final": "{text}"}}"#
+            )
+        }
+        Protocol::Text => format!("Thought: done\nCitations: none\nFinal Answer: {text}"),
+        _ => String::new(),
+    };
+    for p in [Protocol::JsonTyped, Protocol::Text] {
+        let g = step_grammar(p, &tools(), shape).unwrap();
+        assert!(
+            g.accepts(&answer(p, "0123456789")).unwrap(),
+            "{}",
+            p.as_str()
+        );
+        assert!(
+            !g.accepts(&answer(p, "0123456789x")).unwrap(),
+            "{}",
+            p.as_str()
+        );
+    }
+}

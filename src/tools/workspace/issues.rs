@@ -152,6 +152,15 @@ fn issue_text(
     if let (Some(b), Some(h)) = (&d.base_ref, &d.head_ref) {
         let _ = writeln!(out, "Branch: {h} into {b}");
     }
+    if !d.linked.is_empty() {
+        let numbers: Vec<String> = d.linked.iter().map(|n| format!("#{n}")).collect();
+        let _ = writeln!(
+            out,
+            "{} {}",
+            if d.is_pr { "Fixes:" } else { "Fixed by:" },
+            numbers.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "\n{}",

@@ -73,6 +73,7 @@ impl Tool for Search {
             path: i.path,
             limit: limit(i.limit, 8),
             offset: i.offset.unwrap_or(0),
+            ..Default::default()
         };
         run_search(&self.0, q)
     }

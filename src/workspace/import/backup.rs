@@ -43,6 +43,13 @@ pub(super) fn backup_record(
             item.merged_at = time_field(merged, "created_at");
         }
     }
+    if !is_pull {
+        item.closed_by = events
+            .iter()
+            .rev()
+            .find(|e| e.get("event").and_then(Value::as_str) == Some("closed"))
+            .and_then(|e| str_field(e, "commit_id"));
+    }
     sink.item(item)?;
     for ev in events {
         match ev.get("event").and_then(Value::as_str) {

@@ -46,6 +46,13 @@ pub(super) fn gh_cli_item(path: &Path, o: &Obj, sink: &mut Sink<'_>) -> Result<(
         base_ref: str_field(o, "baseRefName"),
         head_ref: str_field(o, "headRefName"),
         draft: o.get("isDraft").and_then(Value::as_bool),
+        merge_commit: merged_at.and(
+            o.get("mergeCommit")
+                .and_then(|c| c.get("oid"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        ),
+        closed_by: None,
     })?;
     let nested = |key: &str| {
         o.get(key)

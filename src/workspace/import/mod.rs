@@ -48,6 +48,11 @@ pub struct Item {
     pub base_ref: Option<String>,
     pub head_ref: Option<String>,
     pub draft: Option<bool>,
+    /// A merged pull request's merge commit.
+    pub merge_commit: Option<String>,
+    /// The commit whose push closed the issue (its timeline's last "closed" event), when one
+    /// did: a pull request's merge commit says which pull request fixed it.
+    pub closed_by: Option<String>,
 }
 
 impl Item {
@@ -59,8 +64,20 @@ impl Item {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* };
         }
         take!(
-            title, body, author, labels, created_at, updated_at, closed_at, merged_at, url,
-            base_ref, head_ref, draft
+            title,
+            body,
+            author,
+            labels,
+            created_at,
+            updated_at,
+            closed_at,
+            merged_at,
+            url,
+            base_ref,
+            head_ref,
+            draft,
+            merge_commit,
+            closed_by
         );
         // "merged" says more than "closed", whichever record came last.
         match (&self.state, other.state) {

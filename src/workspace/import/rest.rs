@@ -48,6 +48,9 @@ pub(super) fn rest_item(path: &Path, o: &Obj) -> Result<Item, WorkspaceError> {
             .and_then(Value::as_str)
             .map(str::to_string),
         draft: o.get("draft").and_then(Value::as_bool),
+        // GitHub fills it for open pull requests too (a test merge): only a merge counts.
+        merge_commit: merged_at.and(str_field(o, "merge_commit_sha")),
+        closed_by: None,
     })
 }
 

@@ -121,6 +121,7 @@ pub(super) fn write_import(
             report.orphan_comments
         ));
     }
+    super::links::relink(&tx, repo.id, repo.remote.as_deref())?;
     exec(
         &tx,
         "UPDATE repos SET indexed_at = ?1 WHERE id = ?2",
@@ -186,7 +187,7 @@ fn upsert_item(
     let existing: Option<(i64, Item)> = tx
         .query_row(
             "SELECT id, is_pr, title, body, state, author, labels, created_at, updated_at, closed_at,
-                    merged_at, url, base_ref, head_ref, draft
+                    merged_at, url, base_ref, head_ref, draft, merge_commit, closed_by
              FROM issues WHERE repo_id = ?1 AND number = ?2",
             params![repo_id, new.number],
             |r| {
@@ -209,6 +210,8 @@ fn upsert_item(
                         base_ref: r.get(12)?,
                         head_ref: r.get(13)?,
                         draft: r.get(14)?,
+                        merge_commit: r.get(15)?,
+                        closed_by: r.get(16)?,
                     },
                 ))
             },
@@ -231,14 +234,16 @@ fn upsert_item(
         .unwrap_or_else(|_| "[]".into());
     query_one(tx,
         "INSERT INTO issues (repo_id, number, is_pr, title, body, state, author, labels, created_at,
-                             updated_at, closed_at, merged_at, url, base_ref, head_ref, draft)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+                             updated_at, closed_at, merged_at, url, base_ref, head_ref, draft,
+                             merge_commit, closed_by)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
          ON CONFLICT (repo_id, number) DO UPDATE SET
             is_pr = excluded.is_pr, title = excluded.title, body = excluded.body,
             state = excluded.state, author = excluded.author, labels = excluded.labels,
             created_at = excluded.created_at, updated_at = excluded.updated_at,
             closed_at = excluded.closed_at, merged_at = excluded.merged_at, url = excluded.url,
-            base_ref = excluded.base_ref, head_ref = excluded.head_ref, draft = excluded.draft
+            base_ref = excluded.base_ref, head_ref = excluded.head_ref, draft = excluded.draft,
+            merge_commit = excluded.merge_commit, closed_by = excluded.closed_by
          RETURNING id",
         params![
             repo_id,
@@ -256,7 +261,9 @@ fn upsert_item(
             item.url,
             item.base_ref,
             item.head_ref,
-            item.draft.unwrap_or(false)
+            item.draft.unwrap_or(false),
+            item.merge_commit,
+            item.closed_by
         ],
         |r| r.get(0),
     )

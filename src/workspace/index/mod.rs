@@ -10,6 +10,7 @@
 mod commits;
 mod files;
 mod issues;
+mod links;
 mod lock;
 
 use std::collections::BTreeMap;
@@ -96,7 +97,7 @@ where
 /// reads before it writes fails at once with "database is locked" when another writer got in
 /// first (a second import started beside another: issue 17); an immediate one takes the write
 /// lock first, where SQLite's busy handler waits.
-fn begin_write<'c>(
+pub(crate) fn begin_write<'c>(
     conn: &'c mut Connection,
     repo: &str,
     on_event: &mut dyn FnMut(IndexEvent),

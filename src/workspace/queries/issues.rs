@@ -24,6 +24,9 @@ pub struct IssueDetail {
     pub comments: Vec<CommentDetail>,
     /// Comments left out to keep within the limit.
     pub comments_omitted: usize,
+    /// For an issue, the pull requests that fixed it; for a pull request, the issues it
+    /// fixed (see `links`).
+    pub linked: Vec<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,6 +82,7 @@ impl Workspace {
                             head_ref: r.get(12)?,
                             comments: Vec::new(),
                             comments_omitted: 0,
+                            linked: Vec::new(),
                         },
                     ))
                 },
@@ -91,6 +95,7 @@ impl Workspace {
                 repo.name
             )));
         };
+        detail.linked = linked(&conn, repo.id, number, detail.is_pr)?;
         let mut stmt = conn
             .prepare_cached(
                 "SELECT id, kind, author, body, created_at, path, line, review_state FROM comments
@@ -125,4 +130,24 @@ impl Workspace {
         detail.comments = comments;
         Ok(detail)
     }
+}
+
+/// The pull requests that fixed issue `number`, or the issues pull request `number` fixed.
+pub(crate) fn linked(
+    conn: &rusqlite::Connection,
+    repo_id: i64,
+    number: i64,
+    is_pr: bool,
+) -> Result<Vec<i64>, WorkspaceError> {
+    let sql = if is_pr {
+        "SELECT DISTINCT issue FROM links WHERE repo_id = ?1 AND pr = ?2 ORDER BY issue"
+    } else {
+        "SELECT DISTINCT pr FROM links WHERE repo_id = ?1 AND issue = ?2 ORDER BY pr"
+    };
+    let mut st = conn.prepare_cached(sql).map_err(db_err("reading links"))?;
+    let rows = st
+        .query_map(params![repo_id, number], |r| r.get(0))
+        .map_err(db_err("reading links"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(db_err("reading links"))
 }

@@ -17,6 +17,7 @@ use super::{Repo, Workspace, WorkspaceError};
 
 pub use commits::{CommitDetail, CommitFile, CommitSummary};
 pub use files::{DirEntry, FileSlice};
+pub(crate) use issues::linked;
 pub use issues::{CommentDetail, IssueDetail};
 pub use people::{Changer, Member};
 

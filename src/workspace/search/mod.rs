@@ -7,21 +7,24 @@
 //! matches to rank (so that no search ranks too many), `sql` runs the counting and ranking
 //! statements, and `snippet` locates and marks the words in each hit's text.
 
+mod intent;
 mod plan;
 pub(crate) mod query;
 mod snippet;
 mod sql;
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Workspace, WorkspaceError};
+use super::{db_err, Workspace, WorkspaceError};
 use plan::{plan, Expr, Scope};
 use query::{words, Clause, Phrase};
 use snippet::{first_matching_line, line_snippet, needles, words_snippet, SNIPPET_WORDS};
-use sql::{rank_page, PostFilter};
+use sql::{rank_page, PostFilter, RawHit};
 
+pub use intent::asked_kinds;
 pub(crate) use plan::{PhraseRows, RANK_ROWS};
 pub(crate) use query::facet_token;
 pub use query::fts_expression;
@@ -100,7 +103,56 @@ pub struct SearchQuery {
     pub until: Option<i64>,
     pub limit: usize,
     pub offset: usize,
+    pub mode: SearchMode,
+    /// The query's vector from the embedding model, for `Meaning` and `Hybrid`; without it a
+    /// hybrid search ranks by words alone.
+    pub vector: Option<Vec<f32>>,
+    /// Reciprocal rank fusion's constant for a hybrid search (None: `RRF_K`); for tuning.
+    pub fusion_k: Option<f64>,
 }
+
+/// How a search ranks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    /// By the words the units share with the query (BM25).
+    Words,
+    /// By the closeness of the units' vectors to the query's.
+    Meaning,
+    /// Both rankings fused by reciprocal rank (`RRF_K`).
+    #[default]
+    Hybrid,
+}
+
+impl SearchMode {
+    pub fn parse(s: &str) -> Result<Self, WorkspaceError> {
+        match s {
+            "words" => Ok(SearchMode::Words),
+            "meaning" => Ok(SearchMode::Meaning),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            other => Err(WorkspaceError::BadQuery(format!(
+                "unknown search mode {other:?}: expected words, meaning or hybrid"
+            ))),
+        }
+    }
+}
+
+/// Reciprocal rank fusion's constant: a unit's hybrid score is the sum over the rankings of
+/// weight / (RRF_K + its rank). The paper's 60 (Cormack et al., 2009; GPT4All's too) makes
+/// rank 1 and rank 5 nearly equal, and then an issue found first could not lift the pull
+/// request that fixed it: tuned on the dev questions (README), 10.
+pub const RRF_K: f64 = 10.0;
+
+/// A query that asks for a kind: the weight of the ranking over every kind, beside the ranking
+/// of that kind alone (1).
+pub const ALL_KINDS_WEIGHT: f64 = 0.5;
+
+/// The weight of "linked to an issue the query finds" beside the rankings by words and by
+/// meaning, for a query asking for a pull request (tuned on the dev questions, README).
+pub const LINK_WEIGHT: f64 = 2.0;
+
+/// How deep each ranking is read for fusion.
+pub const FUSE_DEPTH: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchHit {
@@ -128,6 +180,9 @@ pub struct SearchHit {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time: Option<i64>,
     pub score: f64,
+    /// An issue's: the pull requests that fixed it; a pull request's: the issues it fixed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<i64>,
 }
 
 impl SearchHit {
@@ -170,17 +225,275 @@ pub struct SearchPage {
 
 impl Workspace {
     pub fn search(&self, q: &SearchQuery) -> Result<SearchPage, WorkspaceError> {
+        let limit = q.limit.clamp(1, MAX_LIMIT);
+        if q.offset > MAX_OFFSET {
+            return Err(WorkspaceError::BadQuery(format!(
+                "offset {} is past the furthest a page can start ({MAX_OFFSET})",
+                q.offset
+            )));
+        }
+        let has_vector = q.mode != SearchMode::Words && q.vector.is_some();
+        // A query that says what kind of item it wants leans to that kind (unless it filters
+        // kinds itself): its ranking among that kind alone is fused with the ranking over all.
+        let leaning = if q.kinds.is_empty() {
+            asked_kinds(&q.text)
+        } else {
+            Vec::new()
+        };
+        if !has_vector && leaning.is_empty() {
+            // By words alone, pages are read straight from the index, however deep.
+            let (rows, note) = self.words_page(q, limit, q.offset)?;
+            return self.page(q, rows, limit, note);
+        }
+        let depth = (q.offset + limit + 1).max(FUSE_DEPTH);
+        let k = q.fusion_k.unwrap_or(RRF_K);
+        let (mut order, mut rows, note) = self.ranking(q, depth, k)?;
+        if !leaning.is_empty() {
+            let wants_pr = leaning.contains(&Kind::Pr);
+            let lean = SearchQuery {
+                kinds: leaning,
+                ..q.clone()
+            };
+            let (kind_order, kind_rows, _) = self.ranking(&lean, depth, k)?;
+            let mut rankings = vec![
+                (ranked(&order), ALL_KINDS_WEIGHT),
+                (ranked(&kind_order), 1.0),
+            ];
+            for (id, r) in kind_rows {
+                rows.entry(id).or_insert(r);
+            }
+            // Asked for a pull request, people describe the problem it fixed: the issue that
+            // reported it is found by those words, and the pull requests linked to the issues
+            // found rank where those issues rank, with the weight of that evidence.
+            if wants_pr {
+                let issues = SearchQuery {
+                    kinds: vec![Kind::Issue],
+                    ..q.clone()
+                };
+                let (issue_order, issue_rows, _) = self.ranking(&issues, depth, k)?;
+                let (fixing, fixing_rows) = self.fixing_prs(&issue_order, &issue_rows, depth, q)?;
+                rankings.push((fixing, LINK_WEIGHT));
+                for (id, r) in fixing_rows {
+                    rows.entry(id).or_insert(r);
+                }
+            }
+            order = fuse(&rankings, k);
+        }
+        let page: Vec<RawHit> = order
+            .into_iter()
+            .skip(q.offset)
+            .take(limit + 1)
+            .filter_map(|(id, score)| {
+                rows.remove(&id).map(|mut r| {
+                    // Higher is better here; `page` reports words' BM25 negated.
+                    r.score = -score;
+                    r
+                })
+            })
+            .collect();
+        self.page(q, page, limit, note)
+    }
+
+    /// The first `depth` units for `q` in its mode, best first with their scores (higher is
+    /// better), their rows, and the words ranking's note. Meaning needs `q.vector`; without
+    /// one, or without vectors in the workspace, hybrid is words alone.
+    #[allow(clippy::type_complexity)]
+    fn ranking(
+        &self,
+        q: &SearchQuery,
+        depth: usize,
+        k: f64,
+    ) -> Result<(Vec<(i64, f64)>, HashMap<i64, RawHit>, Option<String>), WorkspaceError> {
+        let words = |this: &Self| -> Result<_, WorkspaceError> {
+            let (rows, note) = this.words_page(q, depth, 0)?;
+            let order = rows.iter().map(|r| (r.id, -r.score)).collect();
+            Ok((order, rows.into_iter().map(|r| (r.id, r)).collect(), note))
+        };
+        let vector = match (q.mode, q.vector.as_deref()) {
+            (SearchMode::Words, _) | (_, None) => return words(self),
+            (_, Some(v)) => v,
+        };
+        let repo_id = q
+            .repo
+            .as_deref()
+            .map(|r| self.repo(r))
+            .transpose()?
+            .map(|r| r.id);
+        // Filters the scan cannot apply are applied to a deeper list of candidates.
+        let filtered = q.state.is_some()
+            || q.label.is_some()
+            || q.author.is_some()
+            || q.path.is_some()
+            || q.since.is_some()
+            || q.until.is_some();
+        let scan = depth * if filtered { 10 } else { 1 };
+        let Some(near) = self.nearest(vector, scan, &q.kinds, repo_id)? else {
+            if q.mode == SearchMode::Meaning {
+                return Err(WorkspaceError::BadQuery(
+                    "no unit of the workspace has a vector yet: run `burrow workspace embed`"
+                        .into(),
+                ));
+            }
+            return words(self);
+        };
+        let ids: Vec<i64> = near.iter().map(|(id, _)| *id).collect();
+        let mut rows = sql::rows_by_ids(&self.conn(), &ids, q)?;
+        let meaning: Vec<(i64, f64)> = near
+            .iter()
+            .filter(|(id, _)| rows.contains_key(id))
+            .take(depth)
+            .map(|(id, s)| (*id, f64::from(*s)))
+            .collect();
+        if q.mode == SearchMode::Meaning {
+            return Ok((meaning, rows, None));
+        }
+        let (word_order, word_rows, note) = words(self)?;
+        let fused = fuse(&[(ranked(&word_order), 1.0), (ranked(&meaning), 1.0)], k);
+        for (id, r) in word_rows {
+            rows.entry(id).or_insert(r);
+        }
+        Ok((fused, rows, note))
+    }
+
+    /// The pull requests linked as fixing the issues of `order` (their first units), each at
+    /// the rank of the best issue it fixed, and their rows (filtered as `q` says).
+    #[allow(clippy::type_complexity)]
+    fn fixing_prs(
+        &self,
+        order: &[(i64, f64)],
+        rows: &HashMap<i64, RawHit>,
+        depth: usize,
+        q: &SearchQuery,
+    ) -> Result<(Vec<(i64, usize)>, HashMap<i64, RawHit>), WorkspaceError> {
+        let mut ids: Vec<(i64, usize)> = Vec::new();
+        {
+            let conn = self.conn();
+            let mut st = conn
+                .prepare_cached(
+                    "SELECT d.id FROM links l JOIN repos r ON r.id = l.repo_id
+                     JOIN docs d ON d.repo_id = l.repo_id AND d.kind = 'pr'
+                         AND d.number = l.pr AND d.comment_id IS NULL
+                     WHERE r.name = ?1 AND l.issue = ?2 ORDER BY l.pr",
+                )
+                .map_err(db_err("reading links"))?;
+            for (rank, (id, _)) in order.iter().take(depth).enumerate() {
+                let Some(row) = rows.get(id) else { continue };
+                let (Some(n), "issue") = (row.number, row.kind.as_str()) else {
+                    continue;
+                };
+                let found = st
+                    .query_map(rusqlite::params![row.repo, n], |r| r.get::<_, i64>(0))
+                    .map_err(db_err("reading links"))?;
+                for pr in found {
+                    let pr = pr.map_err(db_err("reading links"))?;
+                    if !ids.iter().any(|(seen, _)| *seen == pr) {
+                        ids.push((pr, rank + 1));
+                    }
+                }
+            }
+        }
+        let plain: Vec<i64> = ids.iter().map(|(id, _)| *id).collect();
+        let found = sql::rows_by_ids(&self.conn(), &plain, q)?;
+        ids.retain(|(id, _)| found.contains_key(id));
+        Ok((ids, found))
+    }
+
+    /// The `n` units nearest `vector` (see `VectorIndex::nearest`), with the index loaded or
+    /// reloaded when the database's vectors changed. None when no unit has a vector.
+    fn nearest(
+        &self,
+        vector: &[f32],
+        n: usize,
+        kinds: &[Kind],
+        repo: Option<i64>,
+    ) -> Result<Option<Vec<(i64, f32)>>, WorkspaceError> {
+        let mut guard = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
+        let old = guard.take();
+        *guard = super::vectors::VectorIndex::current(&self.conn(), old)?;
+        guard
+            .as_ref()
+            .map(|ix| ix.nearest(vector, n, kinds, repo))
+            .transpose()
+    }
+
+    /// A page of hits from rows read for it (up to `limit + 1`: one more says there is a next
+    /// page).
+    fn page(
+        &self,
+        q: &SearchQuery,
+        rows: Vec<RawHit>,
+        limit: usize,
+        note: Option<String>,
+    ) -> Result<SearchPage, WorkspaceError> {
+        let needles = needles(&q.text);
+        let mut hits = Vec::new();
+        for row in rows {
+            let Ok(kind) = Kind::parse(&row.kind) else {
+                continue;
+            };
+            // For code and documents: the line of the first match within the unit, and the
+            // snippet is that line and the two after it. Elsewhere words around the first
+            // match, on one line.
+            let (line, snippet) = match (kind, row.line) {
+                (Kind::Code | Kind::Doc, Some(start)) => {
+                    let idx = first_matching_line(&row.body, &needles);
+                    (
+                        Some(start + idx as i64),
+                        line_snippet(&row.body, idx, &needles),
+                    )
+                }
+                _ => (row.line, words_snippet(&row.body, &needles, SNIPPET_WORDS)),
+            };
+            let linked = match (kind, row.number) {
+                (Kind::Issue | Kind::Pr, Some(n)) => {
+                    let repo = self.repo(&row.repo)?.id;
+                    crate::workspace::queries::linked(&self.conn(), repo, n, kind == Kind::Pr)?
+                }
+                _ => Vec::new(),
+            };
+            hits.push(SearchHit {
+                kind,
+                repo: row.repo,
+                title: row.title,
+                snippet: snippet.trim().to_string(),
+                path: row.path,
+                line,
+                number: row.number,
+                comment_id: row.comment_id,
+                hash: row.hash,
+                state: row.state,
+                author: row.author,
+                time: row.time,
+                // Lower is better for the rank function; report higher-is-better.
+                score: -row.score,
+                linked,
+            });
+        }
+        let next_offset = (hits.len() > limit).then(|| q.offset + limit);
+        hits.truncate(limit);
+        Ok(SearchPage {
+            hits,
+            next_offset,
+            note,
+        })
+    }
+
+    /// Up to `limit + 1` units ranked by words from `offset`, and the ranking's note.
+    fn words_page(
+        &self,
+        q: &SearchQuery,
+        limit: usize,
+        offset: usize,
+    ) -> Result<(Vec<RawHit>, Option<String>), WorkspaceError> {
         let words = words(&q.text);
         if words.is_empty() {
             return Err(WorkspaceError::BadQuery(
                 "the query has no words to search for".into(),
             ));
         }
-        let limit = q.limit.clamp(1, MAX_LIMIT);
-        if q.offset > MAX_OFFSET {
+        if offset > MAX_OFFSET {
             return Err(WorkspaceError::BadQuery(format!(
-                "offset {} is past the furthest a page can start ({MAX_OFFSET})",
-                q.offset
+                "offset {offset} is past the furthest a page can start ({MAX_OFFSET})"
             )));
         }
         let repo_id = q
@@ -225,7 +538,7 @@ impl Workspace {
         }
         let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
         let post = PostFilter::from_query(q);
-        let needed = q.offset + limit + 1;
+        let needed = offset + limit + 1;
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
         let (expr, mut scope) = plan(&conn, &clauses, &facets, &post, window)?;
         let windowed = matches!(scope, Scope::Every { .. } | Scope::Newest { .. });
@@ -235,7 +548,7 @@ impl Workspace {
             &post,
             windowed.then_some(window),
             limit + 1,
-            q.offset,
+            offset,
         )?;
         if let Scope::Every { common } = &scope {
             if ranked.unwrap_or(0) < needed {
@@ -245,67 +558,37 @@ impl Workspace {
                 scope = Scope::Newest {
                     common: common.clone(),
                 };
-                (rows, ranked) = rank_page(&conn, &any, &post, Some(window), limit + 1, q.offset)?;
+                (rows, ranked) = rank_page(&conn, &any, &post, Some(window), limit + 1, offset)?;
             }
         }
 
-        let needles = needles(&q.text);
-        let mut hits = Vec::new();
-        for row in rows {
-            let (
-                kind,
-                repo,
-                title,
-                path,
-                line,
-                number,
-                comment_id,
-                hash,
-                state,
-                author,
-                time,
-                score,
-                body,
-            ) = row;
-            let kind = Kind::parse(&kind)?;
-            // For code and documents: the line of the first match within the unit, and the
-            // snippet is that line and the two after it. Elsewhere words around the first
-            // match, on one line.
-            let (line, snippet) = match (kind, line) {
-                (Kind::Code | Kind::Doc, Some(start)) => {
-                    let idx = first_matching_line(&body, &needles);
-                    (Some(start + idx as i64), line_snippet(&body, idx, &needles))
-                }
-                _ => (line, words_snippet(&body, &needles, SNIPPET_WORDS)),
-            };
-            hits.push(SearchHit {
-                kind,
-                repo,
-                title,
-                snippet: snippet.trim().to_string(),
-                path,
-                line,
-                number,
-                comment_id,
-                hash,
-                state,
-                author,
-                time,
-                // Lower is better for the rank function; report higher-is-better.
-                score: -score,
-            });
-        }
-        let next_offset = (hits.len() > limit).then(|| q.offset + limit);
-        hits.truncate(limit);
-        Ok(SearchPage {
-            hits,
-            next_offset,
-            note: join_notes(
-                cut,
-                scope.note(ranked.unwrap_or(0), window, next_offset.is_none()),
-            ),
-        })
+        let last = rows.len() <= limit;
+        let note = join_notes(cut, scope.note(ranked.unwrap_or(0), window, last));
+        Ok((rows, note))
     }
+}
+
+/// Reciprocal rank fusion of weighted rankings (best first): each unit scores the sum over
+/// the rankings that hold it of weight / (k + rank), rank counted from 1 (a ranking may give
+/// several units one rank, or skip ranks). Best first; ties keep the
+/// first ranking's order.
+fn fuse(rankings: &[(Vec<(i64, usize)>, f64)], k: f64) -> Vec<(i64, f64)> {
+    let mut scores: Vec<(i64, f64)> = Vec::new();
+    let mut at: HashMap<i64, usize> = HashMap::new();
+    for (ranking, weight) in rankings {
+        for &(id, rank) in ranking {
+            let add = weight / (k + rank as f64);
+            match at.get(&id) {
+                Some(&i) => scores[i].1 += add,
+                None => {
+                    at.insert(id, scores.len());
+                    scores.push((id, add));
+                }
+            }
+        }
+    }
+    scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+    scores
 }
 
 /// Keeps the `max` rarest words of a long query, in the query's order (words the index does
@@ -341,6 +624,15 @@ fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
         (Some(a), Some(b)) => Some(format!("{a}; {b}")),
         (a, b) => a.or(b),
     }
+}
+
+/// A ranking's units with their ranks, counted from 1.
+fn ranked(order: &[(i64, f64)]) -> Vec<(i64, usize)> {
+    order
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (*id, i + 1))
+        .collect()
 }
 
 #[cfg(test)]

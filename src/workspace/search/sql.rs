@@ -81,22 +81,92 @@ pub(super) fn count_upto(
     Ok(n as usize)
 }
 
-/// A page of ranked matches as read from the database, before snippets.
-pub(super) type RawHit = (
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    f64,
-    String,
-);
+/// A unit as read from the database for a page of hits, before its snippet.
+pub(super) struct RawHit {
+    pub id: i64,
+    pub kind: String,
+    pub repo: String,
+    pub title: String,
+    pub path: Option<String>,
+    pub line: Option<i64>,
+    pub number: Option<i64>,
+    pub comment_id: Option<i64>,
+    pub hash: Option<String>,
+    pub state: Option<String>,
+    pub author: Option<String>,
+    pub time: Option<i64>,
+    /// BM25 for words (lower is better); set by the caller for the other modes.
+    pub score: f64,
+    pub body: String,
+}
+
+/// The columns `RawHit::read` reads, over `docs` joined to `repos`, then a score.
+const HIT_COLUMNS: &str = "docs.id, docs.kind, repos.name, docs.title, docs.path, docs.line, \
+     docs.number, docs.comment_id, docs.hash, docs.state, docs.author, docs.time";
+
+impl RawHit {
+    fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawHit> {
+        Ok(RawHit {
+            id: r.get(0)?,
+            kind: r.get(1)?,
+            repo: r.get(2)?,
+            title: r.get(3)?,
+            path: r.get(4)?,
+            line: r.get(5)?,
+            number: r.get(6)?,
+            comment_id: r.get(7)?,
+            hash: r.get(8)?,
+            state: r.get(9)?,
+            author: r.get(10)?,
+            time: r.get(11)?,
+            score: r.get(12)?,
+            body: r.get(13)?,
+        })
+    }
+}
+
+/// The units of `ids` that pass the query's filters (those the vector scan could not apply:
+/// state, label, author, path, dates), by id.
+pub(super) fn rows_by_ids(
+    conn: &Connection,
+    ids: &[i64],
+    q: &SearchQuery,
+) -> Result<std::collections::HashMap<i64, RawHit>, WorkspaceError> {
+    let post = PostFilter::from_query(q);
+    let mut sql = format!(
+        "SELECT {HIT_COLUMNS}, 0.0, docs.body FROM docs JOIN repos ON repos.id = docs.repo_id
+         WHERE docs.id IN (SELECT value FROM json_each(?)){}",
+        post.sql
+    );
+    let mut args = vec![SqlValue::Text(
+        serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()),
+    )];
+    args.extend(post.args.iter().cloned());
+    if let Some(state) = &q.state {
+        sql.push_str(" AND lower(docs.state) = lower(?)");
+        args.push(SqlValue::Text(state.clone()));
+    }
+    if let Some(author) = &q.author {
+        sql.push_str(" AND lower(docs.author) = lower(?)");
+        args.push(SqlValue::Text(author.clone()));
+    }
+    if let Some(label) = &q.label {
+        sql.push_str(
+            " AND json_valid(docs.labels) AND EXISTS (SELECT 1 FROM json_each(docs.labels)
+               WHERE type = 'text' AND lower(value) = lower(?))",
+        );
+        args.push(SqlValue::Text(label.clone()));
+    }
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(db_err("reading units found by meaning"))?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args.iter()), RawHit::read)
+        .map_err(db_err("reading units found by meaning"))?
+        .collect::<Result<Vec<RawHit>, _>>()
+        .map_err(db_err("reading units found by meaning"))?;
+    Ok(rows.into_iter().map(|r| (r.id, r)).collect())
+}
 
 /// Ranks the matches of `expr` and reads the page's rows. With a window: only the newest
 /// that many matches, in one pass (FTS5 walks them newest first and stops there), and says how
@@ -137,9 +207,7 @@ pub(super) fn rank_page(
     };
     let sql = format!(
         "WITH {top}
-         SELECT docs.kind, repos.name, docs.title, docs.path, docs.line, docs.number,
-                docs.comment_id, docs.hash, docs.state, docs.author, docs.time, top.score,
-                docs.body, {ranked_sql}
+         SELECT {HIT_COLUMNS}, top.score, docs.body, {ranked_sql}
          FROM top JOIN docs ON docs.id = top.id JOIN repos ON repos.id = docs.repo_id
          ORDER BY top.score"
     );
@@ -156,22 +224,8 @@ pub(super) fn rank_page(
     let mut ranked = None;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-            ranked = usize::try_from(r.get::<_, i64>(13)?).ok();
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-                r.get(7)?,
-                r.get(8)?,
-                r.get(9)?,
-                r.get(10)?,
-                r.get(11)?,
-                r.get(12)?,
-            ))
+            ranked = usize::try_from(r.get::<_, i64>(14)?).ok();
+            RawHit::read(r)
         })
         .map_err(db_err("searching"))?
         .collect::<Result<Vec<RawHit>, _>>()

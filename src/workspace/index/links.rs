@@ -1,0 +1,138 @@
+//! Which pull request fixed which issue, where the data says so: the pull request's title or
+//! text says "fixes #N" (GitHub's closing keywords), or the issue was closed by the pull
+//! request's merge commit. Recomputed for a repository after each import of it (the pull
+//! request and its issue may come in different imports).
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use rusqlite::{params, Transaction};
+
+use crate::workspace::{db_err, WorkspaceError};
+
+/// GitHub's closing keywords, then `#N`, `owner/repo#N` or an issue's URL.
+fn closing_ref() -> Option<&'static Regex> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:https://github\.com/([\w.-]+/[\w.-]+)/issues/|([\w.-]+/[\w.-]+)?#)(\d+)\b",
+        )
+        .ok()
+    })
+    .as_ref()
+}
+
+/// The issue numbers `text` says it closes, in `remote` (`owner/name`; references to other
+/// repositories are not links here).
+pub(crate) fn closing_refs(text: &str, remote: Option<&str>) -> Vec<i64> {
+    let Some(re) = closing_ref() else {
+        return Vec::new();
+    };
+    re.captures_iter(text)
+        .filter(|c| {
+            let repo = c.get(1).or_else(|| c.get(2)).map(|m| m.as_str());
+            repo.is_none_or(|r| remote.is_some_and(|own| own.eq_ignore_ascii_case(r)))
+        })
+        .filter_map(|c| c.get(3).and_then(|m| m.as_str().parse().ok()))
+        .collect()
+}
+
+/// Recomputes the links of one repository. How many there are.
+pub(super) fn relink(
+    tx: &Transaction<'_>,
+    repo_id: i64,
+    remote: Option<&str>,
+) -> Result<usize, WorkspaceError> {
+    tx.execute("DELETE FROM links WHERE repo_id = ?1", [repo_id])
+        .map_err(db_err("removing old links"))?;
+    let issues: HashSet<i64> = {
+        let mut st = tx
+            .prepare_cached("SELECT number FROM issues WHERE repo_id = ?1 AND is_pr = 0")
+            .map_err(db_err("reading issues to link"))?;
+        let rows = st
+            .query_map([repo_id], |r| r.get(0))
+            .map_err(db_err("reading issues to link"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(db_err("reading issues to link"))?
+    };
+    let mut fixes: Vec<(i64, i64)> = Vec::new();
+    {
+        let mut st = tx
+            .prepare_cached(
+                "SELECT number, title, body FROM issues WHERE repo_id = ?1 AND is_pr = 1",
+            )
+            .map_err(db_err("reading pull requests to link"))?;
+        let mut rows = st
+            .query([repo_id])
+            .map_err(db_err("reading pull requests to link"))?;
+        while let Some(r) = rows
+            .next()
+            .map_err(db_err("reading pull requests to link"))?
+        {
+            let pr: i64 = r.get(0).map_err(db_err("reading pull requests to link"))?;
+            let title: String = r.get(1).map_err(db_err("reading pull requests to link"))?;
+            let body: String = r.get(2).map_err(db_err("reading pull requests to link"))?;
+            for text in [&title, &body] {
+                for issue in closing_refs(text, remote) {
+                    if issues.contains(&issue) {
+                        fixes.push((issue, pr));
+                    }
+                }
+            }
+        }
+    }
+    {
+        let mut put = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO links (repo_id, issue, pr, how) VALUES (?1, ?2, ?3, 'fixes')",
+            )
+            .map_err(db_err("saving links"))?;
+        for (issue, pr) in fixes {
+            put.execute(params![repo_id, issue, pr])
+                .map_err(db_err("saving links"))?;
+        }
+    }
+    tx.execute(
+        "INSERT OR IGNORE INTO links (repo_id, issue, pr, how)
+         SELECT i.repo_id, i.number, p.number, 'merge'
+         FROM issues i JOIN issues p
+             ON p.repo_id = i.repo_id AND p.merge_commit = i.closed_by AND p.is_pr = 1
+         WHERE i.repo_id = ?1 AND i.is_pr = 0 AND i.closed_by IS NOT NULL",
+        [repo_id],
+    )
+    .map_err(db_err("linking merge commits"))?;
+    tx.query_row(
+        "SELECT count(*) FROM links WHERE repo_id = ?1",
+        [repo_id],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as usize)
+    .map_err(db_err("counting links"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closing_refs;
+
+    #[test]
+    fn closing_keywords_name_the_issues_a_pull_request_fixes() {
+        let refs = |t: &str| closing_refs(t, Some("bitcoin-core/gui"));
+        assert_eq!(
+            refs("This PR is a follow up of bitcoin/bitcoin#27217.\n\nFixes #725."),
+            [725]
+        );
+        assert_eq!(
+            refs("closes: #12, resolved #13 and fixed bitcoin-core/gui#14"),
+            [12, 13, 14]
+        );
+        assert_eq!(
+            refs("Fix https://github.com/bitcoin-core/gui/issues/88 for good"),
+            [88]
+        );
+        // Another repository's issue, or a mention without a closing keyword, is no link.
+        assert!(refs("Fixes bitcoin/bitcoin#27217").is_empty());
+        assert!(refs("See #725; related to #726. Prefix #9").is_empty());
+        assert!(refs("suffixes #3").is_empty());
+    }
+}

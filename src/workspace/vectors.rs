@@ -1,0 +1,390 @@
+//! Search by meaning: a vector for each searchable unit, made by an embedding model the caller
+//! brings (the workspace knows nothing of llama.cpp), kept in the workspace database beside the
+//! full-text index, and scanned exactly in memory. Embedding is incremental: only units whose
+//! text has no vector yet are embedded, page by page, each page committed on its own, so a
+//! search sees vectors arrive and a killed pass loses at most one page.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::search::Kind;
+use super::{db, db_err, Workspace, WorkspaceError};
+
+/// What turns texts into vectors (the embedding model, or a fake in tests).
+pub trait Embedder {
+    /// Names the model, so vectors from another model are never compared with its own.
+    fn name(&self) -> String;
+    fn dimension(&self) -> usize;
+    /// One unit vector per text, in order.
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
+}
+
+/// The most characters of a unit that are embedded: a title and the start of its text say
+/// what it is about, and the cost of embedding grows with every character (a long issue body
+/// would take many windows of the model for little gain).
+pub const MAX_EMBED_CHARS: usize = 1_000;
+
+/// How a unit's text is made for embedding (`embed_text`), named with the model: vectors made
+/// another way are another model's, so a change here embeds everything again.
+const RECIPE: &str = "title and body, first 1000 characters";
+
+/// Units read, and embedded, per committed page.
+const PAGE: usize = 64;
+
+/// How an embedding pass is going.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct EmbedProgress {
+    /// Units with a vector of this model, of all units.
+    pub done: usize,
+    pub total: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EmbedReport {
+    /// Units given a vector this pass.
+    pub embedded: usize,
+    /// Of those, units whose text already had a vector (the same text elsewhere, or before a
+    /// re-index).
+    pub reused: usize,
+    pub total: usize,
+    /// The model the vectors were made with before, when it was another one (they were
+    /// cleared, and every unit embedded again).
+    pub replaced_model: Option<String>,
+}
+
+/// The text of a unit that is embedded.
+pub(crate) fn embed_text(title: &str, body: &str) -> String {
+    title
+        .chars()
+        .chain(std::iter::once('\n'))
+        .chain(body.chars())
+        .take(MAX_EMBED_CHARS)
+        .collect()
+}
+
+/// The name vectors of the model named `model` are stored under (the model and the recipe).
+pub fn stored_name(model: &str) -> String {
+    format!("{model} ({RECIPE})")
+}
+
+/// Vectors are kept by their text's hash; the table only ever holds one model's (see
+/// `set_model`).
+fn text_hash(text: &str) -> Vec<u8> {
+    Sha256::digest(text.as_bytes())[..16].to_vec()
+}
+
+fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+impl Workspace {
+    /// Gives every unit without one a vector of `embedder`'s model (all of them again when the
+    /// stored vectors are another model's), reporting progress after each page.
+    pub fn embed_pending(
+        &self,
+        embedder: &mut dyn Embedder,
+        on_progress: &mut dyn FnMut(EmbedProgress),
+    ) -> Result<EmbedReport, WorkspaceError> {
+        let mut conn = db::open(self.db_path())?;
+        let name = stored_name(&embedder.name());
+        let dim = embedder.dimension();
+        let mut report = EmbedReport {
+            replaced_model: set_model(&mut conn, &name, dim)?,
+            ..Default::default()
+        };
+        let count = |conn: &Connection, sql: &str| -> Result<usize, WorkspaceError> {
+            conn.query_row(sql, [], |r| r.get::<_, i64>(0))
+                .map(|n| n as usize)
+                .map_err(db_err("counting vectors"))
+        };
+        report.total = count(&conn, "SELECT count(*) FROM docs")?;
+        let mut done = count(&conn, "SELECT count(*) FROM doc_vectors")?;
+        on_progress(EmbedProgress {
+            done,
+            total: report.total,
+        });
+        let mut after = 0i64;
+        loop {
+            let page: Vec<(i64, String)> = {
+                let mut st = conn
+                    .prepare_cached(
+                        "SELECT d.id, d.title, d.body FROM docs d
+                         WHERE d.id > ?1 AND NOT EXISTS
+                             (SELECT 1 FROM doc_vectors v WHERE v.doc_id = d.id)
+                         ORDER BY d.id LIMIT ?2",
+                    )
+                    .map_err(db_err("finding units to embed"))?;
+                let rows = st
+                    .query_map(params![after, PAGE as i64], |r| {
+                        let title: String = r.get(1)?;
+                        let body: String = r.get(2)?;
+                        Ok((r.get(0)?, embed_text(&title, &body)))
+                    })
+                    .map_err(db_err("finding units to embed"))?;
+                rows.collect::<Result<_, _>>()
+                    .map_err(db_err("finding units to embed"))?
+            };
+            let Some(last) = page.last() else { break };
+            after = last.0;
+            let hashes: Vec<Vec<u8>> = page.iter().map(|(_, t)| text_hash(t)).collect();
+            let mut known = Vec::with_capacity(page.len());
+            {
+                let mut st = conn
+                    .prepare_cached("SELECT 1 FROM vectors WHERE hash = ?1")
+                    .map_err(db_err("looking up vectors"))?;
+                for h in &hashes {
+                    let found = st
+                        .query_row([h], |_| Ok(()))
+                        .optional()
+                        .map_err(db_err("looking up vectors"))?;
+                    known.push(found.is_some());
+                }
+            }
+            // The same new text twice in a page is embedded once.
+            let mut fresh: HashMap<&[u8], usize> = HashMap::new();
+            let mut texts = Vec::new();
+            for (i, ((_, text), h)) in page.iter().zip(&hashes).enumerate() {
+                if !known[i] && !fresh.contains_key(h.as_slice()) {
+                    fresh.insert(h.as_slice(), texts.len());
+                    texts.push(text.as_str());
+                }
+            }
+            let vectors = if texts.is_empty() {
+                Vec::new()
+            } else {
+                embedder.embed(&texts).map_err(WorkspaceError::Embed)?
+            };
+            if vectors.len() != texts.len() || vectors.iter().any(|v| v.len() != dim) {
+                return Err(WorkspaceError::Embed(format!(
+                    "the embedding model gave {} vectors for {} texts, not all of {dim} numbers",
+                    vectors.len(),
+                    texts.len()
+                )));
+            }
+            let tx = super::index::begin_write(&mut conn, "embeddings", &mut |_| {})?;
+            {
+                let mut put_vec = tx
+                    .prepare_cached("INSERT OR IGNORE INTO vectors (hash, vec) VALUES (?1, ?2)")
+                    .map_err(db_err("saving vectors"))?;
+                for (h, at) in &fresh {
+                    put_vec
+                        .execute(params![h, to_blob(&vectors[*at])])
+                        .map_err(db_err("saving vectors"))?;
+                }
+                // A unit the indexer removed meanwhile gets no vector.
+                let mut put_doc = tx
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO doc_vectors (doc_id, hash)
+                         SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM docs WHERE id = ?1)",
+                    )
+                    .map_err(db_err("saving vectors"))?;
+                for ((id, _), h) in page.iter().zip(&hashes) {
+                    put_doc
+                        .execute(params![id, h])
+                        .map_err(db_err("saving vectors"))?;
+                }
+                tx.execute("UPDATE embedding_model SET generation = generation + 1", [])
+                    .map_err(db_err("saving vectors"))?;
+            }
+            tx.commit().map_err(db_err("saving vectors"))?;
+            report.embedded += page.len();
+            report.reused += page.len() - fresh.len();
+            done += page.len();
+            on_progress(EmbedProgress {
+                done: done.min(report.total),
+                total: report.total,
+            });
+        }
+        // Vectors no unit uses any more (their text changed, or the unit went).
+        conn.execute(
+            "DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM doc_vectors)",
+            [],
+        )
+        .map_err(db_err("removing unused vectors"))?;
+        Ok(report)
+    }
+
+    /// The model the stored vectors were made with, and how many units have one.
+    pub fn vectors_status(&self) -> Result<Option<(String, usize, usize)>, WorkspaceError> {
+        let conn = self.conn();
+        let model: Option<(String, i64)> = conn
+            .query_row(
+                "SELECT name, dimension FROM embedding_model WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(db_err("reading the embedding model"))?;
+        let Some((name, dim)) = model else {
+            return Ok(None);
+        };
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM doc_vectors", [], |r| r.get(0))
+            .map_err(db_err("counting vectors"))?;
+        Ok(Some((name, dim as usize, n as usize)))
+    }
+}
+
+/// Records the model, clearing another model's vectors. The model replaced, if any.
+fn set_model(
+    conn: &mut Connection,
+    name: &str,
+    dim: usize,
+) -> Result<Option<String>, WorkspaceError> {
+    let tx = super::index::begin_write(conn, "embeddings", &mut |_| {})?;
+    let old: Option<(String, i64)> = tx
+        .query_row(
+            "SELECT name, dimension FROM embedding_model WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(db_err("reading the embedding model"))?;
+    let replaced = match &old {
+        Some((n, d)) if n == name && *d as usize == dim => None,
+        Some((n, d)) => Some(format!("{n} ({d} dimensions)")),
+        None => None,
+    };
+    if old.is_none() || replaced.is_some() {
+        tx.execute_batch("DELETE FROM doc_vectors; DELETE FROM vectors;")
+            .map_err(db_err("clearing another model's vectors"))?;
+        tx.execute(
+            "INSERT INTO embedding_model (id, name, dimension, generation) VALUES (1, ?1, ?2, 0)
+             ON CONFLICT (id) DO UPDATE SET name = ?1, dimension = ?2,
+                 generation = generation + 1",
+            params![name, dim as i64],
+        )
+        .map_err(db_err("recording the embedding model"))?;
+    }
+    tx.commit()
+        .map_err(db_err("recording the embedding model"))?;
+    Ok(replaced)
+}
+
+/// Every unit's vector, in memory for exact scans (a few megabytes for a workspace of tens of
+/// thousands of units), reloaded when an embedding pass or the indexer changed them.
+pub(crate) struct VectorIndex {
+    stamp: (i64, i64, i64, i64),
+    pub(crate) model: String,
+    dim: usize,
+    ids: Vec<i64>,
+    kinds: Vec<Kind>,
+    repos: Vec<i64>,
+    data: Vec<f32>,
+}
+
+impl VectorIndex {
+    fn stamp(conn: &Connection) -> Result<(i64, i64, i64, i64), WorkspaceError> {
+        conn.query_row(
+            "SELECT (SELECT coalesce(max(generation), -1) FROM embedding_model),
+                    count(*), coalesce(max(doc_id), 0), coalesce(sum(doc_id), 0)
+             FROM doc_vectors",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .map_err(db_err("checking the vectors"))
+    }
+
+    /// The index as the database holds it now, reusing `old` when nothing changed. None when
+    /// no unit has a vector.
+    pub(crate) fn current(
+        conn: &Connection,
+        old: Option<VectorIndex>,
+    ) -> Result<Option<VectorIndex>, WorkspaceError> {
+        let stamp = Self::stamp(conn)?;
+        if let Some(old) = old {
+            if old.stamp == stamp {
+                return Ok(Some(old));
+            }
+        }
+        if stamp.1 == 0 {
+            return Ok(None);
+        }
+        let (model, dim): (String, i64) = conn
+            .query_row(
+                "SELECT name, dimension FROM embedding_model WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(db_err("reading the embedding model"))?;
+        let dim = dim as usize;
+        let mut index = VectorIndex {
+            stamp,
+            model,
+            dim,
+            ids: Vec::new(),
+            kinds: Vec::new(),
+            repos: Vec::new(),
+            data: Vec::new(),
+        };
+        let mut st = conn
+            .prepare(
+                "SELECT dv.doc_id, d.kind, d.repo_id, v.vec FROM doc_vectors dv
+                 JOIN docs d ON d.id = dv.doc_id JOIN vectors v ON v.hash = dv.hash",
+            )
+            .map_err(db_err("reading vectors"))?;
+        let mut rows = st.query([]).map_err(db_err("reading vectors"))?;
+        while let Some(r) = rows.next().map_err(db_err("reading vectors"))? {
+            let bytes: Vec<u8> = r.get(3).map_err(db_err("reading vectors"))?;
+            if bytes.len() != dim * 4 {
+                continue;
+            }
+            let kind: String = r.get(1).map_err(db_err("reading vectors"))?;
+            let Ok(kind) = Kind::parse(&kind) else {
+                continue;
+            };
+            index.ids.push(r.get(0).map_err(db_err("reading vectors"))?);
+            index.kinds.push(kind);
+            index
+                .repos
+                .push(r.get(2).map_err(db_err("reading vectors"))?);
+            index.data.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+        }
+        Ok(Some(index))
+    }
+
+    /// The `n` units closest to `query` (cosine: every vector is unit length), best first,
+    /// among those of `kinds` (all when empty) and `repo`.
+    pub(crate) fn nearest(
+        &self,
+        query: &[f32],
+        n: usize,
+        kinds: &[Kind],
+        repo: Option<i64>,
+    ) -> Result<Vec<(i64, f32)>, WorkspaceError> {
+        if query.len() != self.dim {
+            return Err(WorkspaceError::BadQuery(format!(
+                "the query's vector has {} numbers but the stored vectors have {} (model {}): \
+                 embed the workspace again with the model in use",
+                query.len(),
+                self.dim,
+                self.model
+            )));
+        }
+        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.ids.len());
+        for (i, v) in self.data.chunks_exact(self.dim).enumerate() {
+            if (!kinds.is_empty() && !kinds.contains(&self.kinds[i]))
+                || repo.is_some_and(|r| r != self.repos[i])
+            {
+                continue;
+            }
+            let dot: f32 = v.iter().zip(query).map(|(a, b)| a * b).sum();
+            scored.push((dot, i));
+        }
+        let n = n.min(scored.len());
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        scored.select_nth_unstable_by(n - 1, |a, b| b.0.total_cmp(&a.0));
+        scored.truncate(n);
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Ok(scored.into_iter().map(|(s, i)| (self.ids[i], s)).collect())
+    }
+}

@@ -1,0 +1,279 @@
+//! Issue 18: search by meaning. Vectors kept per unit and embedded incrementally, a change of
+//! model re-embeds everything, meaning finds what words miss and hybrid keeps both, filters
+//! apply, and a pass that fails half-way keeps what it finished. The embedder here is a fake
+//! that knows a few synonyms, so "meaning" is under the test's control; the real model is
+//! tested in tests/embed.rs.
+
+use std::path::Path;
+
+use burrow::workspace::{Embedder, Kind, SearchMode, SearchQuery, Workspace};
+
+use super::open;
+
+/// Words with the same meaning share a dimension; every other word hashes to one of its own.
+struct Synonyms {
+    name: &'static str,
+    dim: usize,
+    calls: usize,
+    texts: usize,
+    fail_after: Option<usize>,
+}
+
+impl Synonyms {
+    fn new(name: &'static str, dim: usize) -> Self {
+        Synonyms {
+            name,
+            dim,
+            calls: 0,
+            texts: 0,
+            fail_after: None,
+        }
+    }
+
+    fn vector(&self, text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; self.dim];
+        for w in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let w = w.to_lowercase();
+            let slot = match w.as_str() {
+                "crash" | "crashes" | "abort" | "aborts" | "segfault" => 0,
+                "slow" | "sluggish" | "latency" => 1,
+                _ => 2 + w.bytes().fold(7usize, |h, b| h * 31 + b as usize) % (self.dim - 2),
+            };
+            v[slot] += 1.0;
+        }
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        v.iter().map(|x| x / n).collect()
+    }
+}
+
+impl Embedder for Synonyms {
+    fn name(&self) -> String {
+        self.name.into()
+    }
+
+    fn dimension(&self) -> usize {
+        self.dim
+    }
+
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        if self.fail_after.is_some_and(|n| self.calls >= n) {
+            return Err("the model stopped".into());
+        }
+        self.calls += 1;
+        self.texts += texts.len();
+        Ok(texts.iter().map(|t| self.vector(t)).collect())
+    }
+}
+
+fn import(ws: &Workspace, dir: &Path, items: &[(i64, &str, &str, bool)]) {
+    let records: Vec<serde_json::Value> = items
+        .iter()
+        .map(|(n, title, body, pr)| {
+            let mut r = serde_json::json!({
+                "number": n, "title": title, "body": body, "state": "open",
+                "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
+                "updated_at": "2024-01-01T00:00:00Z"
+            });
+            if *pr {
+                r["pull_request"] = serde_json::json!({"url": "x"});
+            }
+            r
+        })
+        .collect();
+    let file = dir.join("export.json");
+    std::fs::write(&file, serde_json::to_string(&records).unwrap()).unwrap();
+    ws.import(&file, "o/r", &mut |_| {}).unwrap();
+}
+
+fn numbers(ws: &Workspace, e: &Synonyms, text: &str, mode: SearchMode, kinds: &[Kind]) -> Vec<i64> {
+    ws.search(&SearchQuery {
+        text: text.into(),
+        kinds: kinds.to_vec(),
+        limit: 10,
+        mode,
+        vector: Some(e.vector(text)),
+        ..Default::default()
+    })
+    .unwrap()
+    .hits
+    .iter()
+    .filter_map(|h| h.number)
+    .collect()
+}
+
+const ITEMS: &[(i64, &str, &str, bool)] = &[
+    (
+        1,
+        "Wallet window segfault on close",
+        "Closing the wallet window aborts the app.",
+        false,
+    ),
+    (
+        2,
+        "Settings dialog typo",
+        "The word 'recieve' is misspelled.",
+        false,
+    ),
+    (
+        3,
+        "Make the peers table faster",
+        "Sorting peers is sluggish with many rows.",
+        true,
+    ),
+    (
+        4,
+        "Console history recall",
+        "Arrow up shows the last command.",
+        false,
+    ),
+];
+
+#[test]
+fn meaning_finds_what_words_miss_and_hybrid_keeps_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    let mut e = Synonyms::new("synonyms", 64);
+    let report = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!(report.embedded, report.total);
+    assert_eq!(report.total, 4);
+
+    // "crash" is in no item: words find nothing, meaning finds the segfault.
+    assert!(numbers(&ws, &e, "crash", SearchMode::Words, &[]).is_empty());
+    assert_eq!(numbers(&ws, &e, "crash", SearchMode::Meaning, &[])[0], 1);
+    // Hybrid: the words' match and the meaning's match both lead.
+    let hybrid = numbers(&ws, &e, "console crash", SearchMode::Hybrid, &[]);
+    assert_eq!(
+        &hybrid[..2]
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        &[1, 4].into_iter().collect()
+    );
+    // Filters apply to meaning: the slow thing, among pull requests only and among issues.
+    assert_eq!(
+        numbers(&ws, &e, "slow", SearchMode::Meaning, &[Kind::Pr]),
+        vec![3]
+    );
+    assert!(!numbers(&ws, &e, "slow", SearchMode::Meaning, &[Kind::Issue]).contains(&3));
+    let closed = ws
+        .search(&SearchQuery {
+            text: "crash".into(),
+            state: Some("closed".into()),
+            mode: SearchMode::Meaning,
+            vector: Some(e.vector("crash")),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(closed.hits.is_empty(), "{:?}", closed.hits);
+    // Without a query vector, hybrid is words alone.
+    let words_only = ws
+        .search(&SearchQuery {
+            text: "crash".into(),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(words_only.hits.is_empty());
+}
+
+#[test]
+fn embedding_is_incremental_and_a_new_model_embeds_everything_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    let mut e = Synonyms::new("synonyms", 64);
+    ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    let first = e.texts;
+    assert_eq!(first, 4);
+
+    // Nothing changed: nothing is embedded.
+    let again = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!((again.embedded, e.texts), (0, first));
+
+    // One item's text changed: that unit alone is embedded, and the search sees it.
+    let mut changed = ITEMS.to_vec();
+    changed[1] = (
+        2,
+        "Settings dialog crashes",
+        "Opening settings aborts.",
+        false,
+    );
+    import(&ws, dir.path(), &changed);
+    let mut progress = Vec::new();
+    let third = ws.embed_pending(&mut e, &mut |p| progress.push(p)).unwrap();
+    assert_eq!(e.texts, first + 1, "{third:?}");
+    assert_eq!(progress.last().map(|p| (p.done, p.total)), Some((4, 4)));
+    let found = numbers(&ws, &e, "crash", SearchMode::Meaning, &[]);
+    assert_eq!(
+        &found[..2]
+            .iter()
+            .copied()
+            .collect::<std::collections::BTreeSet<_>>(),
+        &[1, 2].into_iter().collect()
+    );
+
+    // Another model (another dimension): everything again, said, and the old query vectors
+    // are refused with a clear error instead of compared.
+    let mut other = Synonyms::new("other-model", 32);
+    let report = ws.embed_pending(&mut other, &mut |_| {}).unwrap();
+    let replaced = report.replaced_model.unwrap_or_default();
+    assert!(
+        replaced.starts_with("synonyms (") && replaced.ends_with("(64 dimensions)"),
+        "{replaced}"
+    );
+    assert_eq!((report.embedded, other.texts), (4, 4));
+    let err = ws
+        .search(&SearchQuery {
+            text: "crash".into(),
+            mode: SearchMode::Meaning,
+            vector: Some(e.vector("crash")),
+            limit: 5,
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("64") && err.contains("32") && err.contains("other-model"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_pass_that_fails_half_way_keeps_its_pages_and_the_next_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    let many: Vec<(i64, String, String)> = (1..=200)
+        .map(|n| {
+            (
+                n,
+                format!("Report {n}"),
+                format!("Body of report number {n}"),
+            )
+        })
+        .collect();
+    let items: Vec<(i64, &str, &str, bool)> = many
+        .iter()
+        .map(|(n, t, b)| (*n, t.as_str(), b.as_str(), false))
+        .collect();
+    import(&ws, dir.path(), &items);
+    let mut e = Synonyms::new("synonyms", 64);
+    e.fail_after = Some(2);
+    let err = ws
+        .embed_pending(&mut e, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("the model stopped"), "{err}");
+    let kept = ws.vectors_status().unwrap().unwrap().2;
+    assert!(kept > 0 && kept < 200, "{kept}");
+    e.fail_after = None;
+    let before = e.texts;
+    let report = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!(report.embedded, 200 - kept);
+    assert_eq!(e.texts - before, 200 - kept);
+    assert_eq!(ws.vectors_status().unwrap().unwrap().2, 200);
+}
