@@ -101,6 +101,7 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
         added,
         [
             "doc_vectors_hash",
+            "docs_number",
             "issues_merge_commit",
             "links_pr",
             "sqlite_autoindex_links_1",

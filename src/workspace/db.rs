@@ -252,6 +252,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX links_pr ON links (repo_id, pr);
     CREATE INDEX issues_merge_commit ON issues (repo_id, merge_commit)
         WHERE merge_commit IS NOT NULL;
+    -- A linked pull request's unit, found by number (search, for each issue it ranks).
+    CREATE INDEX docs_number ON docs (repo_id, number) WHERE number IS NOT NULL;
     "#,
 ];
 

@@ -446,8 +446,14 @@ impl Workspace {
             };
             let linked = match (kind, row.number) {
                 (Kind::Issue | Kind::Pr, Some(n)) => {
-                    let repo = self.repo(&row.repo)?.id;
-                    crate::workspace::queries::linked(&self.conn(), repo, n, kind == Kind::Pr)?
+                    let conn = self.conn();
+                    // By name alone: `repo()` also settles the repository's status (a lock
+                    // probe), which cost 250 ms a page of 50 hits.
+                    let repo: i64 = conn
+                        .prepare_cached("SELECT id FROM repos WHERE name = ?1")
+                        .and_then(|mut st| st.query_row([&row.repo], |r| r.get(0)))
+                        .map_err(db_err("reading links"))?;
+                    crate::workspace::queries::linked(&conn, repo, n, kind == Kind::Pr)?
                 }
                 _ => Vec::new(),
             };
