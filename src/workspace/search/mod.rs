@@ -313,12 +313,7 @@ impl Workspace {
             (SearchMode::Words, _) | (_, None) => return words(self),
             (_, Some(v)) => v,
         };
-        let repo_id = q
-            .repo
-            .as_deref()
-            .map(|r| self.repo(r))
-            .transpose()?
-            .map(|r| r.id);
+        let repo_id = self.repo_id_of(q)?;
         // Filters the scan cannot apply are applied to a deeper list of candidates.
         let filtered = q.state.is_some()
             || q.label.is_some()
@@ -353,6 +348,15 @@ impl Workspace {
             rows.entry(id).or_insert(r);
         }
         Ok((fused, rows, note))
+    }
+
+    /// The id of the repository `q` keeps to, if it names one.
+    fn repo_id_of(&self, q: &SearchQuery) -> Result<Option<i64>, WorkspaceError> {
+        Ok(q.repo
+            .as_deref()
+            .map(|r| self.repo(r))
+            .transpose()?
+            .map(|r| r.id))
     }
 
     /// The pull requests linked as fixing the issues of `order` (their first units), each at
@@ -502,12 +506,7 @@ impl Workspace {
                 "offset {offset} is past the furthest a page can start ({MAX_OFFSET})"
             )));
         }
-        let repo_id = q
-            .repo
-            .as_deref()
-            .map(|r| self.repo(r))
-            .transpose()?
-            .map(|r| r.id);
+        let repo_id = self.repo_id_of(q)?;
 
         let conn = self.conn();
         let mut cache = self.phrase_rows.lock().unwrap_or_else(|e| e.into_inner());
