@@ -171,7 +171,7 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
             threads,
             json,
         } => {
-            let threads = threads.unwrap_or_else(all_cores);
+            let threads = threads.unwrap_or_else(super::embed::default_threads);
             let mut embedder = ModelEmbedder::load(home, model.as_deref(), threads)?;
             let bar = ProgressBar::new(0);
             if json {
@@ -208,12 +208,6 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
-}
-
-fn all_cores() -> u32 {
-    std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1)
 }
 
 fn index_with_progress(ws: &Workspace, name: &str, quiet: bool) -> Result<IndexReport> {
@@ -356,7 +350,7 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         _ => Some(ModelEmbedder::load(
             home,
             args.embedding_model.as_deref(),
-            all_cores(),
+            super::embed::default_threads(),
         )?),
     };
     let words_only = prepare_query(&ws, embedder.as_ref(), &mut query)?;

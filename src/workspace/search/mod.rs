@@ -374,10 +374,10 @@ impl Workspace {
             let conn = self.conn();
             let mut st = conn
                 .prepare_cached(
-                    "SELECT d.id FROM links l JOIN repos r ON r.id = l.repo_id
+                    "SELECT d.id FROM links l
                      JOIN docs d ON d.repo_id = l.repo_id AND d.kind = 'pr'
                          AND d.number = l.pr AND d.comment_id IS NULL
-                     WHERE r.name = ?1 AND l.issue = ?2 ORDER BY l.pr",
+                     WHERE l.repo_id = ?1 AND l.issue = ?2 ORDER BY l.pr",
                 )
                 .map_err(db_err("reading links"))?;
             for (rank, (id, _)) in order.iter().take(depth).enumerate() {
@@ -386,7 +386,7 @@ impl Workspace {
                     continue;
                 };
                 let found = st
-                    .query_map(rusqlite::params![row.repo, n], |r| r.get::<_, i64>(0))
+                    .query_map(rusqlite::params![row.repo_id, n], |r| r.get::<_, i64>(0))
                     .map_err(db_err("reading links"))?;
                 for pr in found {
                     let pr = pr.map_err(db_err("reading links"))?;
@@ -449,16 +449,12 @@ impl Workspace {
                 _ => (row.line, words_snippet(&row.body, &needles, SNIPPET_WORDS)),
             };
             let linked = match (kind, row.number) {
-                (Kind::Issue | Kind::Pr, Some(n)) => {
-                    let conn = self.conn();
-                    // By name alone: `repo()` also settles the repository's status (a lock
-                    // probe), which cost 250 ms a page of 50 hits.
-                    let repo: i64 = conn
-                        .prepare_cached("SELECT id FROM repos WHERE name = ?1")
-                        .and_then(|mut st| st.query_row([&row.repo], |r| r.get(0)))
-                        .map_err(db_err("reading links"))?;
-                    crate::workspace::queries::linked(&conn, repo, n, kind == Kind::Pr)?
-                }
+                (Kind::Issue | Kind::Pr, Some(n)) => crate::workspace::queries::linked(
+                    &self.conn(),
+                    row.repo_id,
+                    n,
+                    kind == Kind::Pr,
+                )?,
                 _ => Vec::new(),
             };
             hits.push(SearchHit {
@@ -500,11 +496,6 @@ impl Workspace {
             return Err(WorkspaceError::BadQuery(
                 "the query has no words to search for".into(),
             ));
-        }
-        if offset > MAX_OFFSET {
-            return Err(WorkspaceError::BadQuery(format!(
-                "offset {offset} is past the furthest a page can start ({MAX_OFFSET})"
-            )));
         }
         let repo_id = self.repo_id_of(q)?;
 

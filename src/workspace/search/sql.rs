@@ -85,6 +85,7 @@ pub(super) fn count_upto(
 pub(super) struct RawHit {
     pub id: i64,
     pub kind: String,
+    pub repo_id: i64,
     pub repo: String,
     pub title: String,
     pub path: Option<String>,
@@ -101,7 +102,8 @@ pub(super) struct RawHit {
 }
 
 /// The columns `RawHit::read` reads, over `docs` joined to `repos`, then a score.
-const HIT_COLUMNS: &str = "docs.id, docs.kind, repos.name, docs.title, docs.path, docs.line, \
+const HIT_COLUMNS: &str =
+    "docs.id, docs.kind, docs.repo_id, repos.name, docs.title, docs.path, docs.line, \
      docs.number, docs.comment_id, docs.hash, docs.state, docs.author, docs.time";
 
 impl RawHit {
@@ -109,18 +111,19 @@ impl RawHit {
         Ok(RawHit {
             id: r.get(0)?,
             kind: r.get(1)?,
-            repo: r.get(2)?,
-            title: r.get(3)?,
-            path: r.get(4)?,
-            line: r.get(5)?,
-            number: r.get(6)?,
-            comment_id: r.get(7)?,
-            hash: r.get(8)?,
-            state: r.get(9)?,
-            author: r.get(10)?,
-            time: r.get(11)?,
-            score: r.get(12)?,
-            body: r.get(13)?,
+            repo_id: r.get(2)?,
+            repo: r.get(3)?,
+            title: r.get(4)?,
+            path: r.get(5)?,
+            line: r.get(6)?,
+            number: r.get(7)?,
+            comment_id: r.get(8)?,
+            hash: r.get(9)?,
+            state: r.get(10)?,
+            author: r.get(11)?,
+            time: r.get(12)?,
+            score: r.get(13)?,
+            body: r.get(14)?,
         })
     }
 }
@@ -224,7 +227,7 @@ pub(super) fn rank_page(
     let mut ranked = None;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-            ranked = usize::try_from(r.get::<_, i64>(14)?).ok();
+            ranked = usize::try_from(r.get::<_, i64>(15)?).ok();
             RawHit::read(r)
         })
         .map_err(db_err("searching"))?
