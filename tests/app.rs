@@ -401,3 +401,107 @@ fn a_catalogue_model_is_fetched_with_progress_and_a_failure_is_reported() {
         matches!(events.as_slice(), [AppEvent::FetchFailed { message, .. }] if message.contains("gpt-5"))
     );
 }
+
+/// A fake embedding model: "purse" means the same as "wallet"; every other word has a
+/// dimension of its own.
+struct Purse;
+
+impl Purse {
+    fn vector(text: &str) -> Vec<f32> {
+        let mut v = [0f32; 32];
+        for w in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let w = w.to_lowercase();
+            let slot = match w.as_str() {
+                "wallet" | "purse" => 0,
+                _ => 1 + w.bytes().fold(7usize, |h, b| h * 31 + b as usize) % 31,
+            };
+            v[slot] += 1.0;
+        }
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+        v.iter().map(|x| x / n).collect()
+    }
+}
+
+impl burrow::workspace::Embedder for Purse {
+    fn name(&self) -> String {
+        "purse".into()
+    }
+    fn dimension(&self) -> usize {
+        32
+    }
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        Ok(texts.iter().map(|t| Purse::vector(t)).collect())
+    }
+}
+
+impl burrow::workspace::QueryEmbedder for Purse {
+    fn name(&self) -> String {
+        "purse".into()
+    }
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, String> {
+        Ok(Purse::vector(text))
+    }
+}
+
+/// Issue 18: the app never embedded the workspace and its searches (the agent's tools
+/// included) ranked by words only. Now a pass reports its progress, and from then on the
+/// agent's search finds by meaning; without the model, the pass says how to get it.
+#[test]
+fn the_app_embeds_the_workspace_with_progress_and_its_tools_search_by_meaning() {
+    let f = fixture();
+    add(&f);
+    let search = |q: &str| {
+        f.app
+            .workspace()
+            .search(&burrow::workspace::SearchQuery {
+                text: q.into(),
+                limit: 5,
+                ..Default::default()
+            })
+            .unwrap()
+            .hits
+    };
+    assert!(search("purse").is_empty());
+
+    // The embedding model is not downloaded in a fresh home: said, with how to get it.
+    let mut events = Vec::new();
+    let err = f.app.embed_workspace(&mut |e| events.push(e)).unwrap_err();
+    assert!(err.to_string().contains("burrow models fetch"), "{err}");
+    assert!(
+        matches!(events.last(), Some(AppEvent::EmbedFailed { message, .. })
+            if message.contains("not downloaded")),
+        "{events:?}"
+    );
+
+    let mut events = Vec::new();
+    let report = f
+        .app
+        .embed_with(Arc::new(Purse), &mut Purse, &mut |e| events.push(e))
+        .unwrap();
+    assert!(
+        report.total > 0 && report.embedded == report.total,
+        "{report:?}"
+    );
+    let progress: Vec<(usize, usize)> = events
+        .iter()
+        .filter_map(|e| match e {
+            AppEvent::EmbedProgress { done, total, .. } => Some((*done, *total)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress.first(), Some(&(0, report.total)), "{events:?}");
+    assert_eq!(progress.last(), Some(&(report.total, report.total)));
+    assert!(matches!(events.last(), Some(AppEvent::Embedded { report: r, .. }) if *r == report));
+
+    // "purse" is in no file: found by meaning, in the app's search and the agent's tool.
+    assert!(!search("purse").is_empty());
+    let tools = burrow::tools::all_tools(f.app.workspace().clone()).unwrap();
+    let found = tools
+        .call("search", json!({"query": "purse"}))
+        .unwrap()
+        .text;
+    assert!(found.contains("wallet"), "{found}");
+}

@@ -13,6 +13,7 @@ pub const COMMANDS: &[&str] = &[
     "add_repository",
     "import_issues",
     "reindex",
+    "embed_workspace",
     "start_run",
     "resume_run",
     "stop_run",

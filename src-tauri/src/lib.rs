@@ -114,6 +114,14 @@ fn forward(channel: Channel<AppEvent>) -> impl FnMut(AppEvent) + Send + 'static 
     }
 }
 
+/// Embeds what the workspace has no vectors for yet on a worker thread, reporting over
+/// `channel`. Nobody waits for it (a whole workspace takes minutes); failures arrive as
+/// `EmbedFailed` events, and a pass already running goes round again instead.
+fn embed_in_background(app: &Arc<App>, channel: Channel<AppEvent>) {
+    let app = app.clone();
+    tauri::async_runtime::spawn_blocking(move || app.embed_workspace(&mut forward(channel)).ok());
+}
+
 /// What the page shows before anything else.
 #[derive(Debug, Clone, Serialize)]
 pub struct AppInfo {
@@ -147,6 +155,7 @@ async fn startup(shell: State<'_, Shell>, on_event: Channel<AppEvent>) -> Comman
         return Ok(false);
     }
     let Startup { workspace, model } = shell.startup.clone();
+    let events = on_event.clone();
     blocking(&shell.app, move |app| {
         // Failures are reported as IndexFailed / LoadFailed events; the other job goes on.
         std::thread::scope(|s| {
@@ -159,9 +168,12 @@ async fn startup(shell: State<'_, Shell>, on_event: Channel<AppEvent>) -> Comman
                 s.spawn(move || app.load_model(query.as_deref(), &mut send).ok());
             }
         });
-        Ok(true)
+        Ok(())
     })
-    .await
+    .await?;
+    // Search ranks by meaning as soon as the model is loaded, with the vectors there are.
+    embed_in_background(&shell.app, events);
+    Ok(true)
 }
 
 #[tauri::command]
@@ -182,10 +194,17 @@ async fn fetch_model(
     id: String,
     on_event: Channel<AppEvent>,
 ) -> CommandResult<Fetched> {
-    blocking(&shell.app, move |app| {
+    let events = on_event.clone();
+    let embedding = burrow::app::models::catalogue_entry(Some(&id))
+        .is_ok_and(|e| e.purpose == burrow::llm::library::Purpose::Embedding);
+    let fetched = blocking(&shell.app, move |app| {
         app.fetch_model(&id, &mut forward(on_event))
     })
-    .await
+    .await?;
+    if embedding {
+        embed_in_background(&shell.app, events);
+    }
+    Ok(fetched)
 }
 
 #[tauri::command]
@@ -222,10 +241,13 @@ async fn add_repository(
     path: PathBuf,
     on_event: Channel<AppEvent>,
 ) -> CommandResult<IndexReport> {
-    blocking(&shell.app, move |app| {
+    let events = on_event.clone();
+    let report = blocking(&shell.app, move |app| {
         app.add_repository(&path, &mut forward(on_event))
     })
-    .await
+    .await?;
+    embed_in_background(&shell.app, events);
+    Ok(report)
 }
 
 /// Imports an issues export (file or folder) into `slug` (owner/name).
@@ -236,10 +258,13 @@ async fn import_issues(
     slug: String,
     on_event: Channel<AppEvent>,
 ) -> CommandResult<IndexReport> {
-    blocking(&shell.app, move |app| {
+    let events = on_event.clone();
+    let report = blocking(&shell.app, move |app| {
         app.import_issues(&path, &slug, &mut forward(on_event))
     })
-    .await
+    .await?;
+    embed_in_background(&shell.app, events);
+    Ok(report)
 }
 
 #[tauri::command]
@@ -248,10 +273,20 @@ async fn reindex(
     name: String,
     on_event: Channel<AppEvent>,
 ) -> CommandResult<IndexReport> {
-    blocking(&shell.app, move |app| {
+    let events = on_event.clone();
+    let report = blocking(&shell.app, move |app| {
         app.reindex(&name, &mut forward(on_event))
     })
-    .await
+    .await?;
+    embed_in_background(&shell.app, events);
+    Ok(report)
+}
+
+/// Embeds the workspace for search by meaning (after the embedding model changed in
+/// Settings); progress and the outcome arrive as events.
+#[tauri::command]
+fn embed_workspace(shell: State<'_, Shell>, on_event: Channel<AppEvent>) {
+    embed_in_background(&shell.app, on_event);
 }
 
 /// Runs a task to its end, streaming every step; `stop_run` ends it early.
@@ -335,6 +370,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, shell: Shell) -> tauri::B
             add_repository,
             import_issues,
             reindex,
+            embed_workspace,
             start_run,
             resume_run,
             stop_run,

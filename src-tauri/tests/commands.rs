@@ -234,11 +234,33 @@ fn startup_indexes_the_default_workspace_once_with_progress_over_the_channel() {
         f.invoke("startup", json!({"onEvent": "__CHANNEL__:11"})),
         Ok(json!(true))
     );
+    // Then the workspace is embedded in the background for search by meaning: in a fresh
+    // home the embedding model is missing, and the event says how to download it.
+    let started = std::time::Instant::now();
+    while !kinds(&f.events(11)).contains(&"embed_failed".to_string())
+        && started.elapsed() < std::time::Duration::from_secs(30)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let events = f.events(11);
     let k = kinds(&events);
+    assert_eq!(
+        k.iter()
+            .rfind(|k| k.starts_with("index"))
+            .map(String::as_str),
+        Some("indexed"),
+        "{k:?}"
+    );
+    let indexed = events.iter().find(|e| e["kind"] == "indexed").unwrap();
+    assert_eq!(indexed["report"]["files_indexed"], 2);
     assert!(k.contains(&"index".to_string()), "{k:?}");
-    assert_eq!(k.last().map(String::as_str), Some("indexed"), "{k:?}");
-    assert_eq!(events.last().unwrap()["report"]["files_indexed"], 2);
+    let embed = events.iter().find(|e| e["kind"] == "embed_failed");
+    assert!(
+        embed.is_some_and(|e| e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("burrow models fetch"))),
+        "{events:?}"
+    );
 
     // A reload of the page does not start the jobs again.
     assert_eq!(

@@ -10,7 +10,6 @@ use rusqlite::Connection;
 use serde::Serialize;
 
 use super::eval::{without_line, Accepted, Question};
-use super::meaning::{prepare_query, ModelEmbedder};
 use super::AppError;
 use crate::tools::Locator;
 use crate::workspace::{db_err, Kind, SearchMode, SearchQuery, Workspace, WorkspaceError};
@@ -61,10 +60,10 @@ pub struct ModeScores {
     pub ranks: Vec<(String, Option<usize>)>,
 }
 
-/// Measures each of `modes` ("words", "meaning", "hybrid", "naive") on `questions`.
+/// Measures each of `modes` ("words", "meaning", "hybrid", "naive") on `questions`. Meaning
+/// and hybrid use the query embedder `ws` has (`Workspace::set_query_embedder`).
 pub fn search_eval(
     ws: &Workspace,
-    embedder: Option<&ModelEmbedder>,
     questions: &[Question],
     modes: &[&str],
     fusion_k: Option<f64>,
@@ -83,14 +82,13 @@ pub fn search_eval(
             let items = match (mode, &naive) {
                 ("naive", Some(n)) => n.search(&q.question)?,
                 _ => {
-                    let mut query = SearchQuery {
+                    let query = SearchQuery {
                         text: q.question.clone(),
                         limit: HITS_READ,
                         mode: SearchMode::parse(mode)?,
                         fusion_k,
                         ..Default::default()
                     };
-                    prepare_query(ws, embedder, &mut query)?;
                     let page = ws.search(&query)?;
                     let mut items: Vec<Locator> = Vec::new();
                     for l in page.hits.iter().filter_map(Locator::of_hit) {

@@ -27,7 +27,10 @@ use crate::llm::library::{Catalogue, Discovery, ModelInfo};
 use crate::llm::llama::{LlamaEngine, LoadedModel};
 use crate::llm::{LanguageModel, LlmError};
 use crate::tools::{Locator, RegistryError, ToolRegistry};
-use crate::workspace::{IndexEvent, IndexReport, RepoStatus, Workspace, WorkspaceError};
+use crate::workspace::{
+    EmbedReport, Embedder, IndexEvent, IndexReport, QueryEmbedder, RepoStatus, Workspace,
+    WorkspaceError,
+};
 
 pub use models::ModelsError;
 pub use settings::{Settings, SettingsError};
@@ -129,12 +132,31 @@ pub enum AppEvent {
         model: String,
         message: String,
     },
+    /// Embedding the workspace for search by meaning with `model`: `done` of `total` units
+    /// have a vector. Searches rank by the vectors made so far.
+    EmbedProgress {
+        model: String,
+        done: usize,
+        total: usize,
+    },
+    Embedded {
+        model: String,
+        report: EmbedReport,
+    },
+    /// `message` names the model's file, or says how to download it; search goes on by words
+    /// (and by the vectors made before).
+    EmbedFailed {
+        model: String,
+        message: String,
+    },
 }
 
 /// A model of the catalogue, as the Models screen offers it for download.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CatalogueModel {
     pub id: String,
+    /// Chat, or embedding (search by meaning).
+    pub purpose: crate::llm::library::Purpose,
     pub name: String,
     pub file: String,
     pub size: u64,
@@ -205,7 +227,21 @@ pub struct App {
     /// Catalogue ids being downloaded: two downloads of one model would share its `.part`.
     fetching: Mutex<HashSet<String>>,
     settings: Mutex<Settings>,
+    /// The embedding model, loaded by the first embedding pass and kept for queries.
+    embedder: Mutex<Option<Arc<meaning::ModelEmbedder>>>,
+    embedding: Mutex<EmbedJob>,
 }
+
+/// Whether an embedding pass is running, and whether another was asked for meanwhile (the
+/// running one then goes round again: what was indexed since gets its vectors).
+#[derive(Default)]
+struct EmbedJob {
+    running: bool,
+    again: bool,
+}
+
+/// How often a paused embedding pass checks whether the run it waits for is over.
+const EMBED_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // State behind these locks is replaced whole, never left half-updated.
@@ -229,6 +265,8 @@ impl App {
             run: Mutex::new(None),
             fetching: Mutex::new(HashSet::new()),
             settings: Mutex::new(settings),
+            embedder: Mutex::new(None),
+            embedding: Mutex::new(EmbedJob::default()),
         })
     }
 
@@ -330,14 +368,14 @@ impl App {
         Ok(had)
     }
 
-    /// Every chat model of the catalogue (whether downloaded is what [`App::models`] finds).
-    /// The embedding model is fetched with `burrow models fetch` until search reads with it.
+    /// Every model of the catalogue, chat and embedding (whether downloaded is what
+    /// [`App::models`] finds).
     pub fn catalogue(&self) -> Vec<CatalogueModel> {
         Catalogue::builtin()
             .models
             .iter()
-            .filter(|m| m.purpose == crate::llm::library::Purpose::Chat)
             .map(|m| CatalogueModel {
+                purpose: m.purpose,
                 id: m.id.clone(),
                 name: m.name.clone(),
                 file: m.file.clone(),
@@ -528,6 +566,109 @@ impl App {
             Err(e) => {
                 on_event(AppEvent::IndexFailed {
                     source,
+                    message: e.to_string(),
+                });
+                Err(e.into())
+            }
+        }
+    }
+
+    // ---- search by meaning ----
+
+    /// Embeds every unit of the workspace that has no vector yet, with the embedding model of
+    /// the settings, reporting progress. From its start every search (the agent's too) ranks
+    /// by meaning as well, with the vectors made so far. The pass waits while a run is in
+    /// progress, so the two models never share the cores. None when a pass was already
+    /// running: that one goes round again for this call.
+    pub fn embed_workspace(
+        &self,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<Option<EmbedReport>, AppError> {
+        {
+            let mut job = lock(&self.embedding);
+            if job.running {
+                job.again = true;
+                return Ok(None);
+            }
+            job.running = true;
+        }
+        loop {
+            let result = self.embed_once(on_event);
+            let mut job = lock(&self.embedding);
+            if result.is_err() || !job.again {
+                *job = EmbedJob::default();
+                return result.map(Some);
+            }
+            job.again = false;
+        }
+    }
+
+    fn embed_once(&self, on_event: &mut dyn FnMut(AppEvent)) -> Result<EmbedReport, AppError> {
+        let setting = lock(&self.settings).embedding_model.clone();
+        let query = Some(setting.trim()).filter(|s| !s.is_empty());
+        let model = match self.embedding_model(query) {
+            Ok(m) => m,
+            Err(e) => {
+                on_event(AppEvent::EmbedFailed {
+                    model: query.unwrap_or("the embedding model").to_string(),
+                    message: e.to_string(),
+                });
+                return Err(e);
+            }
+        };
+        self.embed_with(model.clone(), &mut &*model, on_event)
+    }
+
+    /// The embedding model `query` names (None: the catalogue's), the loaded one when it is
+    /// that file. One thread fewer than the cores, so the window stays responsive.
+    fn embedding_model(
+        &self,
+        query: Option<&str>,
+    ) -> Result<Arc<meaning::ModelEmbedder>, AppError> {
+        let path = models::embedding_model(&self.home, query)?;
+        let mut loaded = lock(&self.embedder);
+        if let Some(m) = loaded.as_ref().filter(|m| m.path() == path) {
+            return Ok(m.clone());
+        }
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get().saturating_sub(1).max(1) as u32)
+            .unwrap_or(1);
+        let model = Arc::new(meaning::ModelEmbedder::load_path(&path, threads)?);
+        *loaded = Some(model.clone());
+        Ok(model)
+    }
+
+    /// The pass of [`App::embed_workspace`] with a given model: `queries` is installed for
+    /// searches, `pass` embeds the units.
+    pub fn embed_with(
+        &self,
+        queries: Arc<dyn QueryEmbedder>,
+        pass: &mut dyn Embedder,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<EmbedReport, AppError> {
+        let model = pass.name();
+        self.workspace.set_query_embedder(Some(queries));
+        let result = self.workspace.embed_pending(pass, &mut |p| {
+            on_event(AppEvent::EmbedProgress {
+                model: model.clone(),
+                done: p.done,
+                total: p.total,
+            });
+            while self.is_running() {
+                std::thread::sleep(EMBED_PAUSE);
+            }
+        });
+        match result {
+            Ok(report) => {
+                on_event(AppEvent::Embedded {
+                    model,
+                    report: report.clone(),
+                });
+                Ok(report)
+            }
+            Err(e) => {
+                on_event(AppEvent::EmbedFailed {
+                    model,
                     message: e.to_string(),
                 });
                 Err(e.into())

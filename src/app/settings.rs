@@ -47,6 +47,10 @@ pub struct Settings {
     pub require_plan_done: bool,
     /// Who the agent is, in a line; empty keeps the built-in persona.
     pub persona: String,
+    /// The embedding model search ranks by meaning with: a GGUF file's path or a catalogue
+    /// id; empty keeps the catalogue's (all-MiniLM-L6-v2). Another model embeds the
+    /// workspace again.
+    pub embedding_model: String,
     /// Load settings per model, keyed by the model's file path; unset fields take the
     /// engine's defaults.
     pub models: BTreeMap<String, LoadOptions>,
@@ -64,6 +68,7 @@ impl Default for Settings {
             summarize_at: agent.summarize_at,
             require_plan_done: agent.require_plan_done,
             persona: String::new(),
+            embedding_model: String::new(),
             models: BTreeMap::new(),
         }
     }
@@ -289,6 +294,7 @@ mod tests {
             summarize_at: 0.5,
             require_plan_done: false,
             persona: "  A careful reviewer.  ".into(),
+            embedding_model: String::new(),
             models: BTreeMap::new(),
         };
         let c = s.agent_config("ctx".into());

@@ -235,23 +235,12 @@ fn print_table(summaries: &[Summary], base: &[BaselineHit]) {
 fn search_eval(home: &BurrowHome, args: &EvalArgs, questions: &[Question]) -> Result<ExitCode> {
     let ws = Workspace::open(home)?;
     let modes: Vec<&str> = args.search.iter().map(String::as_str).collect();
-    let embedder = if modes.iter().any(|m| *m == "meaning" || *m == "hybrid") {
+    if modes.iter().any(|m| *m == "meaning" || *m == "hybrid") {
         let threads = args.threads.unwrap_or(1);
-        Some(ModelEmbedder::load(
-            home,
-            args.embedding_model.as_deref(),
-            threads,
-        )?)
-    } else {
-        None
-    };
-    let scores = burrow::app::eval_search::search_eval(
-        &ws,
-        embedder.as_ref(),
-        questions,
-        &modes,
-        args.fusion_k,
-    )?;
+        let embedder = ModelEmbedder::load(home, args.embedding_model.as_deref(), threads)?;
+        ws.set_query_embedder(Some(std::sync::Arc::new(embedder)));
+    }
+    let scores = burrow::app::eval_search::search_eval(&ws, questions, &modes, args.fusion_k)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&scores)?);
         return Ok(ExitCode::SUCCESS);

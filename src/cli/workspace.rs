@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use burrow::app::meaning::{prepare_query, ModelEmbedder};
+use burrow::app::meaning::{attach_for_search, words_only_note, ModelEmbedder};
 use burrow::config::BurrowHome;
 use burrow::workspace::{
     IndexEvent, IndexPhase, IndexReport, Kind, SearchMode, SearchQuery, Workspace,
@@ -172,7 +172,7 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
             json,
         } => {
             let threads = threads.unwrap_or_else(super::embed::default_threads);
-            let mut embedder = ModelEmbedder::load(home, model.as_deref(), threads)?;
+            let embedder = ModelEmbedder::load(home, model.as_deref(), threads)?;
             let bar = ProgressBar::new(0);
             if json {
                 bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
@@ -185,7 +185,7 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                 .progress_chars("=> "),
             );
             let started = std::time::Instant::now();
-            let report = ws.embed_pending(&mut embedder, &mut |p| {
+            let report = ws.embed_pending(&mut &embedder, &mut |p| {
                 bar.set_length(p.total as u64);
                 bar.set_position(p.done as u64);
             })?;
@@ -343,17 +343,15 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         mode: SearchMode::parse(&args.mode)?,
         ..Default::default()
     };
-    let mut query = query;
-    // The model is loaded only when the workspace has vectors to compare its query with.
-    let embedder = match (query.mode, ws.vectors_status()?) {
-        (SearchMode::Words, _) | (_, None) => None,
-        _ => Some(ModelEmbedder::load(
+    if query.mode != SearchMode::Words {
+        attach_for_search(
             home,
+            &ws,
             args.embedding_model.as_deref(),
             super::embed::default_threads(),
-        )?),
-    };
-    let words_only = prepare_query(&ws, embedder.as_ref(), &mut query)?;
+        )?;
+    }
+    let words_only = words_only_note(&ws, query.mode)?;
     let mut page = ws.search(&query)?;
     if let Some(why) = words_only {
         page.note = Some(match page.note {

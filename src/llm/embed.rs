@@ -181,6 +181,17 @@ impl EmbeddingModel {
 
     /// A session that embeds up to `batch_tokens` tokens at a time (at least one window).
     pub fn session(&self, batch_tokens: usize) -> Result<EmbedSession<'_>, EmbedError> {
+        self.session_with_threads(batch_tokens, self.threads)
+    }
+
+    /// A session on `threads` threads rather than the model's own (a query's, beside a
+    /// pass that embeds the workspace).
+    pub fn session_with_threads(
+        &self,
+        batch_tokens: usize,
+        threads: i32,
+    ) -> Result<EmbedSession<'_>, EmbedError> {
+        let threads = threads.max(1);
         let batch = batch_tokens.max(self.max_tokens);
         let n = u32::try_from(batch).unwrap_or(u32::MAX);
         let params = LlamaContextParams::default()
@@ -190,8 +201,8 @@ impl EmbeddingModel {
             .with_n_ubatch(n)
             .with_n_seq_max(MAX_SEQS as u32)
             .with_embeddings(true)
-            .with_n_threads(self.threads)
-            .with_n_threads_batch(self.threads);
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
         let mark = llama_log::mark();
         let ctx = self
             .model

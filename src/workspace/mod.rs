@@ -13,7 +13,7 @@ pub mod text;
 pub mod vectors;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -22,7 +22,7 @@ use crate::config::BurrowHome;
 
 pub use index::{IndexEvent, IndexPhase, IndexReport};
 pub use search::{Kind, SearchHit, SearchMode, SearchPage, SearchQuery};
-pub use vectors::{EmbedProgress, EmbedReport, Embedder};
+pub use vectors::{EmbedProgress, EmbedReport, Embedder, QueryEmbedder};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
@@ -130,6 +130,8 @@ pub struct Workspace {
     rank_rows: std::sync::atomic::AtomicUsize,
     /// Every unit's vector, for search by meaning (loaded on the first such search).
     vectors: Mutex<Option<vectors::VectorIndex>>,
+    /// Gives searches by meaning their query's vector (none: searches rank by words).
+    query_embedder: std::sync::RwLock<Option<Arc<dyn QueryEmbedder>>>,
 }
 
 impl std::fmt::Debug for Workspace {
@@ -156,6 +158,7 @@ impl Workspace {
             phrase_rows: Mutex::new(search::PhraseRows::default()),
             rank_rows: std::sync::atomic::AtomicUsize::new(search::RANK_ROWS),
             vectors: Mutex::new(None),
+            query_embedder: std::sync::RwLock::new(None),
         })
     }
 

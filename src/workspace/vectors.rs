@@ -5,6 +5,7 @@
 //! search sees vectors arrive and a killed pass loses at most one page.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -20,6 +21,16 @@ pub trait Embedder {
     fn dimension(&self) -> usize;
     /// One unit vector per text, in order.
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
+}
+
+/// What gives a query its vector while searching: the embedding model the app or the CLI keeps
+/// loaded. Shared by every search (the agent's tools included), so it embeds through `&self`.
+pub trait QueryEmbedder: Send + Sync {
+    /// The model's name, as its [`Embedder::name`] says it: vectors stored under another name
+    /// are not compared with its queries.
+    fn name(&self) -> String;
+    /// The query's unit vector.
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, String>;
 }
 
 /// The most characters of a unit that are embedded: a title and the start of its text say
@@ -205,6 +216,48 @@ impl Workspace {
         )
         .map_err(db_err("removing unused vectors"))?;
         Ok(report)
+    }
+
+    /// Sets what gives searches their query's vector (None: searches rank by words alone).
+    pub fn set_query_embedder(&self, embedder: Option<Arc<dyn QueryEmbedder>>) {
+        *self
+            .query_embedder
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = embedder;
+    }
+
+    pub(crate) fn query_embedder(&self) -> Option<Arc<dyn QueryEmbedder>> {
+        self.query_embedder
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Why a search cannot rank by meaning now (None: it can): no vectors, no embedding
+    /// model loaded, or vectors of another model than the one loaded.
+    pub fn meaning_unavailable(&self) -> Result<Option<String>, WorkspaceError> {
+        let stored = self.vector_model()?;
+        let loaded = self.query_embedder().map(|e| stored_name(&e.name()));
+        Ok(match (stored, loaded) {
+            (None, _) => {
+                Some("no vectors yet: run `burrow workspace embed` to search by meaning".into())
+            }
+            (Some(_), None) => Some("the embedding model is not loaded".into()),
+            (Some(stored), Some(loaded)) if stored != loaded => Some(format!(
+                "the workspace's vectors are from {stored}, not {loaded}: embed the workspace \
+                 again (`burrow workspace embed`)"
+            )),
+            _ => None,
+        })
+    }
+
+    /// The model of the vectors in the index, reloading it if they changed; None when no unit
+    /// has a vector.
+    pub(crate) fn vector_model(&self) -> Result<Option<String>, WorkspaceError> {
+        let mut guard = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
+        let old = guard.take();
+        *guard = VectorIndex::current(&self.conn(), old)?;
+        Ok(guard.as_ref().map(|ix| ix.model.clone()))
     }
 
     /// The model the stored vectors were made with, and how many units have one.

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use burrow::workspace::{Embedder, Kind, SearchMode, SearchQuery, Workspace};
+use burrow::workspace::{Embedder, Kind, QueryEmbedder, SearchMode, SearchQuery, Workspace};
 
 use super::open;
 
@@ -276,4 +276,148 @@ fn a_pass_that_fails_half_way_keeps_its_pages_and_the_next_finishes() {
     assert_eq!(report.embedded, 200 - kept);
     assert_eq!(e.texts - before, 200 - kept);
     assert_eq!(ws.vectors_status().unwrap().unwrap().2, 200);
+}
+
+/// The fake model as a search's query embedder (what the app installs once loaded).
+struct Installed {
+    model: Synonyms,
+    fails: bool,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Installed {
+    fn new(name: &'static str, fails: bool) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Installed {
+            model: Synonyms::new(name, 64),
+            fails,
+            calls: Default::default(),
+        })
+    }
+}
+
+impl QueryEmbedder for Installed {
+    fn name(&self) -> String {
+        self.model.name.into()
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, String> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.fails {
+            return Err("the context could not be made".into());
+        }
+        Ok(self.model.vector(text))
+    }
+}
+
+fn default_search(ws: &Workspace, text: &str) -> burrow::workspace::SearchPage {
+    ws.search(&SearchQuery {
+        text: text.into(),
+        limit: 10,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// Issue 18: searches that bring no vector (the agent's tools, the desktop app) ranked by
+/// words only, because only the CLI made query vectors. With the model installed in the
+/// workspace, every default search ranks by meaning too.
+#[test]
+fn an_installed_model_gives_every_search_its_query_vector() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    assert!(ws
+        .meaning_unavailable()
+        .unwrap()
+        .unwrap()
+        .contains("no vectors yet"));
+    ws.embed_pending(&mut Synonyms::new("synonyms", 64), &mut |_| {})
+        .unwrap();
+    assert!(ws
+        .meaning_unavailable()
+        .unwrap()
+        .unwrap()
+        .contains("not loaded"));
+    assert!(default_search(&ws, "crash").hits.is_empty());
+
+    let model = Installed::new("synonyms", false);
+    ws.set_query_embedder(Some(model.clone()));
+    assert_eq!(ws.meaning_unavailable().unwrap(), None);
+    let page = default_search(&ws, "crash");
+    assert_eq!(page.hits.first().and_then(|h| h.number), Some(1));
+    assert_eq!(page.note, None);
+    // A query asking for a pull request runs three rankings but embeds the query once.
+    let before = model.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let pr = default_search(&ws, "which pull request fixed the sluggish peers table");
+    assert_eq!(pr.hits.first().and_then(|h| h.number), Some(3));
+    assert_eq!(
+        model.calls.load(std::sync::atomic::Ordering::SeqCst),
+        before + 1
+    );
+    // Words mode never embeds.
+    let words = ws
+        .search(&SearchQuery {
+            text: "crash".into(),
+            mode: SearchMode::Words,
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(words.hits.is_empty());
+
+    // The agent's search tool ranks by meaning through the same workspace.
+    let tools = burrow::tools::all_tools(ws.clone()).unwrap();
+    let out = tools
+        .call("search", serde_json::json!({"query": "it crashes"}))
+        .unwrap();
+    assert!(out.text.contains("#1"), "{}", out.text);
+    assert!(out.text.contains("segfault"), "{}", out.text);
+}
+
+#[test]
+fn another_model_or_a_failing_one_falls_back_to_words_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    ws.embed_pending(&mut Synonyms::new("synonyms", 64), &mut |_| {})
+        .unwrap();
+
+    // Vectors of another model: never compared with this one's queries.
+    let other = Installed::new("other", false);
+    ws.set_query_embedder(Some(other.clone()));
+    let why = ws.meaning_unavailable().unwrap().unwrap();
+    assert!(why.contains("synonyms") && why.contains("other"), "{why}");
+    assert!(default_search(&ws, "crash").hits.is_empty());
+    assert_eq!(other.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let meaning = ws.search(&SearchQuery {
+        text: "crash".into(),
+        mode: SearchMode::Meaning,
+        limit: 10,
+        ..Default::default()
+    });
+    let err = meaning.unwrap_err().to_string();
+    assert!(
+        err.contains("cannot search by meaning") && err.contains("other"),
+        "{err}"
+    );
+
+    // A model that fails on the query: hybrid ranks by words and the page says why.
+    ws.set_query_embedder(Some(Installed::new("synonyms", true)));
+    let page = default_search(&ws, "console");
+    assert_eq!(page.hits.first().and_then(|h| h.number), Some(4));
+    let note = page.note.unwrap_or_default();
+    assert!(
+        note.contains("ranked by words only") && note.contains("could not be made"),
+        "{note}"
+    );
+    let err = ws
+        .search(&SearchQuery {
+            text: "console".into(),
+            mode: SearchMode::Meaning,
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("could not be embedded"), "{err}");
 }

@@ -40,6 +40,7 @@ export const api = {
     invoke<IndexReport>("import_issues", { path, slug, onEvent: channel(on) }),
   reindex: (name: string, on: OnEvent) =>
     invoke<IndexReport>("reindex", { name, onEvent: channel(on) }),
+  embedWorkspace: (on: OnEvent) => invoke<void>("embed_workspace", { onEvent: channel(on) }),
   startRun: (task: string, on: OnEvent) => invoke<unknown>("start_run", { task, onEvent: channel(on) }),
   resumeRun: (id: number, on: OnEvent) => invoke<unknown>("resume_run", { id, onEvent: channel(on) }),
   stopRun: () => invoke<boolean>("stop_run"),

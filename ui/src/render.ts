@@ -1,12 +1,12 @@
 // The redraw after a frame's events or an action that changed the run or the model: the status
 // pills and the Run screen each time, the Models screen (when shown: the model in use, loads and
-// downloads) and the indexing jobs only
+// downloads), the indexing jobs and the embedding pass only
 // when their part of the state changed since the last redraw.
 
 import { getState } from "./loop";
 import { renderModels } from "./screens/models";
 import { renderRun } from "./screens/run";
-import { renderIndexing } from "./screens/workspace";
+import { renderEmbedding, renderIndexing } from "./screens/workspace";
 import { renderStatus } from "./shell";
 import type { State } from "./state";
 
@@ -14,6 +14,7 @@ import type { State } from "./state";
 let renderedModel: State["model"] | undefined;
 let renderedFetches: State["fetches"] | undefined;
 let renderedIndexing: State["indexing"] | undefined;
+let renderedEmbedding: State["embedding"] | undefined;
 
 export function render(): void {
   const state = getState();
@@ -27,5 +28,9 @@ export function render(): void {
   if (state.indexing !== renderedIndexing) {
     renderedIndexing = state.indexing;
     renderIndexing();
+  }
+  if (state.embedding !== renderedEmbedding) {
+    renderedEmbedding = state.embedding;
+    renderEmbedding();
   }
 }

@@ -62,6 +62,15 @@ export interface FetchView {
   error: string | null;
 }
 
+/// The workspace's embedding for search by meaning (null until a pass reported).
+export interface EmbedView {
+  model: string;
+  done: number;
+  total: number;
+  state: "embedding" | "done" | "failed";
+  error: string | null;
+}
+
 export type Screen = "run" | "models" | "workspace" | "history" | "settings";
 
 /// A message from a command that failed outside any stream, or a confirmation.
@@ -76,6 +85,7 @@ export interface State {
   model: ModelView;
   /// Indexing jobs by source, newest last.
   indexing: IndexView[];
+  embedding: EmbedView | null;
   /// The screen shown.
   screen: Screen;
   /// What the shell said of itself at start (null until it answered, or if it failed).
@@ -102,6 +112,7 @@ export const initialState: State = {
   run: null,
   model: { current: null, loading: null, error: null },
   indexing: [],
+  embedding: null,
   screen: "run",
   info: null,
   discovery: null,
@@ -305,6 +316,15 @@ export function reduce(state: State, ev: Action): State {
       }));
     case "index_failed":
       return reduceIndex(state, ev.source, (v) => ({ ...v, state: "failed", error: ev.message }));
+    case "embed_progress":
+      return { ...state, embedding: { model: ev.model, done: ev.done, total: ev.total, state: "embedding", error: null } };
+    case "embedded":
+      return { ...state, embedding: { model: ev.model, done: ev.report.total, total: ev.report.total, state: "done", error: null } };
+    case "embed_failed":
+      return {
+        ...state,
+        embedding: { model: ev.model, done: state.embedding?.done ?? 0, total: state.embedding?.total ?? 0, state: "failed", error: ev.message },
+      };
     default:
       return reduceUi(state, ev);
   }

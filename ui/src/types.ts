@@ -134,11 +134,23 @@ export type AppEvent =
   /// A catalogue model's download: `part` of `parts` (0 before the first), bytes of all parts.
   | { kind: "fetch_progress"; id: string; model: string; done: number; total: number; part: number; parts: number }
   | { kind: "fetched"; id: string; model: string; path: string; downloaded: boolean }
-  | { kind: "fetch_failed"; id: string; model: string; message: string };
+  | { kind: "fetch_failed"; id: string; model: string; message: string }
+  /// Embedding the workspace for search by meaning: `done` of `total` units have a vector.
+  | { kind: "embed_progress"; model: string; done: number; total: number }
+  | { kind: "embedded"; model: string; report: EmbedReport }
+  | { kind: "embed_failed"; model: string; message: string };
+
+export interface EmbedReport {
+  embedded: number;
+  reused: number;
+  total: number;
+  replaced_model: string | null;
+}
 
 /// A model of the catalogue, which Burrow can download.
 export interface CatalogueModel {
   id: string;
+  purpose: "chat" | "embedding";
   name: string;
   file: string;
   size: number;
@@ -210,6 +222,8 @@ export interface Settings {
   summarize_at: number;
   require_plan_done: boolean;
   persona: string;
+  /// The embedding model's path or catalogue id; empty: the catalogue's.
+  embedding_model: string;
   models: Record<string, ModelSettings>;
 }
 

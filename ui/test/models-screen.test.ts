@@ -11,6 +11,7 @@ vi.mock("../src/api", () => ({ api, errorMessage: (e: unknown) => String(e) }));
 
 const catalogueModel = (id: string, name: string): CatalogueModel => ({
   id,
+  purpose: "chat",
   name,
   file: `${id}.gguf`,
   size: 491400064,

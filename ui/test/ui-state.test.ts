@@ -35,7 +35,7 @@ function runRecord(id: number, status: RunRecord["status"] = "interrupted"): Run
 
 const SETTINGS: Settings = {
   protocol: "json-typed", max_steps: 20, temperature: 0.2, grammar: true, search_first: true, summarize_at: 0.7,
-  require_plan_done: false, persona: "", models: {},
+  require_plan_done: false, persona: "", embedding_model: "", models: {},
 };
 
 describe("reduce: the page's own state", () => {
@@ -153,5 +153,25 @@ describe("reduce: the page's own state", () => {
     expect(s.run).toMatchObject({ runId: 4, status: "succeeded", finalAnswer: "done" });
     expect(s.screen).toBe("models");
     expect(s.runs.map((r) => r.status)).toEqual(["succeeded"]);
+  });
+});
+
+describe("reduce: embedding for search by meaning (issue 18)", () => {
+  it("follows a pass's progress to its end, and keeps the count when it fails", () => {
+    let s = reduce(initialState, { kind: "embed_progress", model: "all-MiniLM-L6-v2.F16.gguf", done: 64, total: 200 });
+    expect(s.embedding).toEqual({ model: "all-MiniLM-L6-v2.F16.gguf", done: 64, total: 200, state: "embedding", error: null });
+    s = reduce(s, { kind: "embed_failed", model: "all-MiniLM-L6-v2.F16.gguf", message: "the model stopped" });
+    expect(s.embedding).toMatchObject({ done: 64, total: 200, state: "failed", error: "the model stopped" });
+    s = reduce(s, {
+      kind: "embedded",
+      model: "all-MiniLM-L6-v2.F16.gguf",
+      report: { embedded: 136, reused: 0, total: 200, replaced_model: null },
+    });
+    expect(s.embedding).toMatchObject({ done: 200, total: 200, state: "done", error: null });
+  });
+
+  it("says why search is by words when the model is missing, before any pass ran", () => {
+    const s = reduce(initialState, { kind: "embed_failed", model: "the embedding model", message: "not downloaded" });
+    expect(s.embedding).toMatchObject({ done: 0, total: 0, state: "failed", error: "not downloaded" });
   });
 });

@@ -4,7 +4,7 @@
 
 import { api } from "../api";
 import { h, replaceChildren } from "../dom";
-import { getState, update } from "../loop";
+import { dispatch, getState, update } from "../loop";
 import { attempt, notify, views } from "../shell";
 import type { Settings } from "../types";
 
@@ -44,6 +44,7 @@ function renderSettings(): void {
     h("label", null, "Summarize older steps past this share of the context", h("input", { type: "number", name: "summarize_at", min: 0.3, max: 0.95, step: 0.05, value: s.summarize_at })),
     h("label", { class: "check" }, h("input", { type: "checkbox", name: "require_plan_done", checked: s.require_plan_done }), "Refuse a final answer while the plan has open items"),
     h("label", null, "Persona (empty: the built-in one)", h("input", { type: "text", name: "persona", value: s.persona })),
+    h("label", null, "Embedding model for search by meaning: a .gguf path or catalogue id (empty: all-MiniLM-L6-v2)", h("input", { type: "text", name: "embedding_model", value: s.embedding_model })),
     h("div", { class: "row" }, h("button", { type: "submit", class: "primary", id: "save-settings" }, "Save"), h("span", { class: "muted" }, " Applies from the next run.")),
   );
   form.addEventListener("submit", (e) => {
@@ -59,7 +60,11 @@ function renderSettings(): void {
       summarize_at: Number(d.get("summarize_at")),
       require_plan_done: d.get("require_plan_done") !== null,
       persona: String(d.get("persona") ?? ""),
-    }));
+      embedding_model: String(d.get("embedding_model") ?? "").trim(),
+    })).then((saved) => {
+      // Another embedding model embeds the workspace again; the same one finds nothing to do.
+      if (saved) void api.embedWorkspace(dispatch).catch(() => undefined);
+    });
   });
   replaceChildren(views.settings, h("h2", null, "Settings"), form, info ? h("p", { class: "muted" }, `Burrow ${info.version} · data in ${info.home}`) : null);
 }

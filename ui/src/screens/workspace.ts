@@ -41,8 +41,39 @@ const workspaceForms = h(
   ),
 );
 const indexingArea = h("div", { class: "indexing", id: "indexing" });
+const embeddingArea = h("div", { class: "embedding", id: "embedding" });
 const reposArea = h("div", { id: "repos" });
-views.workspace.append(h("h2", null, "Workspace"), workspaceForms, indexingArea, reposArea);
+views.workspace.append(h("h2", null, "Workspace"), workspaceForms, indexingArea, embeddingArea, reposArea);
+
+/// Search by meaning: the embedding pass's progress, or why search ranks by words only.
+export function renderEmbedding(): void {
+  const e = getState().embedding;
+  replaceChildren(
+    embeddingArea,
+    e === null
+      ? null
+      : h(
+          "div",
+          { class: `index-job embed-${e.state}` },
+          h(
+            "div",
+            { class: "row" },
+            h("strong", null, "Search by meaning"),
+            h(
+              "span",
+              { class: "muted" },
+              e.state === "embedding"
+                ? ` ${e.model}: ${e.done}/${e.total} units embedded`
+                : e.state === "done"
+                  ? ` ${e.model}: all ${e.total} units embedded`
+                  : " off: searches rank by words",
+            ),
+          ),
+          e.state === "embedding" ? progressBar(e.done, e.total, "Embedding the workspace") : null,
+          e.error ? h("p", { class: "muted", role: "status" }, e.error) : null,
+        ),
+  );
+}
 
 async function pick(input: HTMLInputElement, directory: boolean): Promise<void> {
   const chosen = await attempt("Opening the file dialog", () =>
@@ -75,6 +106,7 @@ export function renderIndexing(): void {
 
 function renderWorkspace(): void {
   renderIndexing();
+  renderEmbedding();
   const { repos } = getState();
   replaceChildren(
     reposArea,
