@@ -244,6 +244,8 @@ impl Workspace {
         // The query's vector is given, or made by the loaded model while the words rank.
         let embedder = match (q.mode, &q.vector) {
             (SearchMode::Words, _) | (_, Some(_)) => None,
+            // Without a model, hybrid is words: the vectors need not even be loaded.
+            (SearchMode::Hybrid, None) if self.query_embedder().is_none() => None,
             (mode, None) => match self.meaning_unavailable()? {
                 None => self.query_embedder(),
                 Some(why) if mode == SearchMode::Meaning => {
