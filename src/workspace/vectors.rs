@@ -254,10 +254,19 @@ impl Workspace {
     /// The model of the vectors in the index, reloading it if they changed; None when no unit
     /// has a vector.
     pub(crate) fn vector_model(&self) -> Result<Option<String>, WorkspaceError> {
+        self.with_vectors(|ix| ix.map(|ix| ix.model.clone()))
+    }
+
+    /// Runs `f` on the vector index as the database holds it now (reloaded if the vectors
+    /// changed; None when no unit has one).
+    pub(crate) fn with_vectors<T>(
+        &self,
+        f: impl FnOnce(Option<&VectorIndex>) -> T,
+    ) -> Result<T, WorkspaceError> {
         let mut guard = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
         let old = guard.take();
         *guard = VectorIndex::current(&self.conn(), old)?;
-        Ok(guard.as_ref().map(|ix| ix.model.clone()))
+        Ok(f(guard.as_ref()))
     }
 
     /// The model the stored vectors were made with, and how many units have one.

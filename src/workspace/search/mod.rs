@@ -491,13 +491,7 @@ impl Workspace {
         kinds: &[Kind],
         repo: Option<i64>,
     ) -> Result<Option<Vec<(i64, f32)>>, WorkspaceError> {
-        let mut guard = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
-        let old = guard.take();
-        *guard = super::vectors::VectorIndex::current(&self.conn(), old)?;
-        guard
-            .as_ref()
-            .map(|ix| ix.nearest(vector, n, kinds, repo))
-            .transpose()
+        self.with_vectors(|ix| ix.map(|ix| ix.nearest(vector, n, kinds, repo)).transpose())?
     }
 
     /// A page of hits from rows read for it (up to `limit + 1`: one more says there is a next
