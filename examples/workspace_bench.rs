@@ -4,6 +4,7 @@
 //!
 //!   workspace_bench search HOME REPO_NAME REPO_PATH
 //!   workspace_bench scale HOME N BACKUP_DIR corpus|flat
+//!   workspace_bench vectors N
 //!
 //! Prints one JSON object.
 
@@ -491,10 +492,166 @@ fn main() -> anyhow::Result<()> {
             Path::new(&args[4]),
             args[5] == "flat",
         )?,
+        Some("vectors") if args.len() == 3 => vectors_bench(args[2].parse()?)?,
         _ => anyhow::bail!(
-            "usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N BACKUP_DIR corpus|flat"
+            "usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N BACKUP_DIR corpus|flat | vectors N"
         ),
     };
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
+}
+
+/// Where the vectors live, measured (issue 18 asks for sqlite-vec or BLOBs with an exact scan,
+/// whichever is faster at this size): N unit vectors of MiniLM's dimension, clustered as real
+/// embeddings are, and the same queries answered (top 50) by
+/// - Burrow's choice: BLOBs in a table, read once into memory and scanned exactly;
+/// - sqlite-vec's `vec0` virtual table (its KNN: also an exact scan, inside SQLite);
+/// - sqlite-vec's `vec_distance_l2` over the same BLOB table (`ORDER BY ... LIMIT`).
+///
+/// Each query is run by the three in turn (A B C A B C), and the answers are compared.
+fn vectors_bench(n: usize) -> anyhow::Result<serde_json::Value> {
+    use rusqlite::Connection;
+    const DIM: usize = 384;
+    const K: usize = 50;
+    const QUERIES_N: usize = 100;
+    // SAFETY: sqlite3_vec_init is SQLite's extension entry point (the crate declares it
+    // without arguments); registered once, before any connection is opened.
+    unsafe {
+        type Init = unsafe extern "C" fn(
+            *mut rusqlite::ffi::sqlite3,
+            *mut *mut std::os::raw::c_char,
+            *const rusqlite::ffi::sqlite3_api_routines,
+        ) -> std::os::raw::c_int;
+        let init: Init =
+            std::mem::transmute::<*const (), Init>(sqlite_vec::sqlite3_vec_init as *const ());
+        rusqlite::ffi::sqlite3_auto_extension(Some(init));
+    }
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 11) as f32 / (1u64 << 53) as f32 - 0.5
+    };
+    let unit = |v: &mut Vec<f32>| {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-9);
+        v.iter_mut().for_each(|x| *x /= norm);
+    };
+    let centres: Vec<Vec<f32>> = (0..64)
+        .map(|_| {
+            let mut c: Vec<f32> = (0..DIM).map(|_| next()).collect();
+            unit(&mut c);
+            c
+        })
+        .collect();
+    let mut around = |c: &[f32], spread: f32| {
+        let mut v: Vec<f32> = c.iter().map(|x| x + spread * next()).collect();
+        unit(&mut v);
+        v
+    };
+    let vectors: Vec<Vec<f32>> = (0..n).map(|i| around(&centres[i % 64], 0.15)).collect();
+    let queries: Vec<Vec<f32>> = (0..QUERIES_N)
+        .map(|i| around(&centres[(i * 7) % 64], 0.2))
+        .collect();
+    let blob = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+
+    let dir = tempfile::tempdir()?;
+    let conn = Connection::open(dir.path().join("vectors.db"))?;
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL;
+         CREATE TABLE vectors (id INTEGER PRIMARY KEY, vec BLOB NOT NULL);
+         CREATE VIRTUAL TABLE vec_items USING vec0(embedding float[{DIM}]);"
+    ))?;
+    let t = Instant::now();
+    {
+        let tx = conn.unchecked_transaction()?;
+        let mut st = tx.prepare("INSERT INTO vectors (id, vec) VALUES (?1, ?2)")?;
+        for (i, v) in vectors.iter().enumerate() {
+            st.execute(rusqlite::params![i as i64, blob(v)])?;
+        }
+        drop(st);
+        tx.commit()?;
+    }
+    let insert_blob_ms = ms(t);
+    let t = Instant::now();
+    {
+        let tx = conn.unchecked_transaction()?;
+        let mut st = tx.prepare("INSERT INTO vec_items (rowid, embedding) VALUES (?1, ?2)")?;
+        for (i, v) in vectors.iter().enumerate() {
+            st.execute(rusqlite::params![i as i64, blob(v)])?;
+        }
+        drop(st);
+        tx.commit()?;
+    }
+    let insert_vec0_ms = ms(t);
+
+    // Burrow's load: every BLOB into one row-major array (once per change of the vectors).
+    let t = Instant::now();
+    let mut data: Vec<f32> = Vec::with_capacity(n * DIM);
+    {
+        let mut st = conn.prepare("SELECT vec FROM vectors ORDER BY id")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let bytes: Vec<u8> = r.get(0)?;
+            data.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+        }
+    }
+    let load_ms = ms(t);
+
+    let mut knn = conn.prepare(&format!(
+        "SELECT rowid FROM vec_items WHERE embedding MATCH ?1 AND k = {K} ORDER BY distance"
+    ))?;
+    let mut brute = conn.prepare(&format!(
+        "SELECT id FROM vectors ORDER BY vec_distance_l2(vec, ?1) LIMIT {K}"
+    ))?;
+    let (mut scan, mut vec0, mut l2) = (Vec::new(), Vec::new(), Vec::new());
+    let mut plain = Vec::new();
+    let mut agree = 0;
+    for q in &queries {
+        let t = Instant::now();
+        let ours: Vec<i64> = burrow::workspace::vectors::nearest_in(&data, DIM, q, K, |_| true)
+            .into_iter()
+            .map(|(i, _)| i as i64)
+            .collect();
+        scan.push(ms(t));
+        // The scan as it was first written: one chain of additions per vector, not SIMD.
+        let t = Instant::now();
+        let mut scored: Vec<(f32, usize)> = data
+            .chunks_exact(DIM)
+            .map(|v| v.iter().zip(q).map(|(a, b)| a * b).sum::<f32>())
+            .zip(0..)
+            .collect();
+        scored.select_nth_unstable_by(K - 1, |a, b| b.0.total_cmp(&a.0));
+        std::hint::black_box(&scored);
+        plain.push(ms(t));
+        let t = Instant::now();
+        let theirs: Vec<i64> = knn
+            .query_map([blob(q)], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        vec0.push(ms(t));
+        let t = Instant::now();
+        let brute_ids: Vec<i64> = brute
+            .query_map([blob(q)], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        l2.push(ms(t));
+        // Unit vectors: the largest dot products are the smallest L2 distances.
+        agree += usize::from(ours.first() == theirs.first() && ours.first() == brute_ids.first());
+    }
+    for v in [&mut scan, &mut plain, &mut vec0, &mut l2] {
+        v.sort_by(|a, b| a.total_cmp(b));
+    }
+    Ok(serde_json::json!({
+        "vectors": n, "dimension": DIM, "k": K, "queries": QUERIES_N,
+        "same_first_hit": agree,
+        "insert_blob_ms": insert_blob_ms, "insert_vec0_ms": insert_vec0_ms,
+        "burrow_load_ms": load_ms,
+        "burrow_scan_p50_ms": percentile(&scan, 0.5), "burrow_scan_p95_ms": percentile(&scan, 0.95),
+        "plain_scan_p50_ms": percentile(&plain, 0.5), "plain_scan_p95_ms": percentile(&plain, 0.95),
+        "vec0_knn_p50_ms": percentile(&vec0, 0.5), "vec0_knn_p95_ms": percentile(&vec0, 0.95),
+        "vec_distance_l2_p50_ms": percentile(&l2, 0.5), "vec_distance_l2_p95_ms": percentile(&l2, 0.95),
+    }))
 }

@@ -505,3 +505,74 @@ fn the_app_embeds_the_workspace_with_progress_and_its_tools_search_by_meaning() 
         .text;
     assert!(found.contains("wallet"), "{found}");
 }
+
+/// Counts the texts it embeds (the fake embedding model of `Purse`).
+struct CountingPurse(Arc<std::sync::atomic::AtomicUsize>);
+
+impl burrow::workspace::Embedder for CountingPurse {
+    fn name(&self) -> String {
+        "purse".into()
+    }
+    fn dimension(&self) -> usize {
+        32
+    }
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        self.0
+            .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+        Ok(texts.iter().map(|t| Purse::vector(t)).collect())
+    }
+}
+
+/// The app's embedding pass waits while a run is in progress, so the chat model and the
+/// embedding model never share the cores, and finishes once the run has ended. A pass started
+/// mid-run embeds nothing while the run goes on (it would embed its first page at once if it
+/// did not wait), then everything.
+#[test]
+fn an_embedding_pass_waits_while_a_run_is_in_progress() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let f = fixture();
+    add(&f);
+    let model = Arc::new(FakeModel::new([
+        tool("calculate", json!({"expression": "1 + 1"})),
+        answer("2"),
+    ]));
+    f.app.set_model(model, status("fake"));
+    let app = &f.app;
+    let embedded = Arc::new(AtomicUsize::new(0));
+    let (outcome, report) = std::thread::scope(|s| {
+        let mut pass = None;
+        let mut waited = None;
+        let outcome = app
+            .run(RunTask::New("add".into()), &mut |e| {
+                let first_step = matches!(
+                    e,
+                    AppEvent::Agent {
+                        event: AgentEvent::StepFinished { .. }
+                    }
+                );
+                if first_step && pass.is_none() {
+                    let counter = embedded.clone();
+                    pass = Some(s.spawn(move || {
+                        app.embed_with(Arc::new(Purse), &mut CountingPurse(counter), &mut |_| {})
+                    }));
+                    // More than one pause: a pass that did not wait would have embedded by now.
+                    std::thread::sleep(std::time::Duration::from_millis(600));
+                    waited = Some(embedded.load(Ordering::SeqCst));
+                }
+            })
+            .unwrap();
+        assert_eq!(
+            waited,
+            Some(0),
+            "the pass embedded while the run was in progress"
+        );
+        let report = pass.expect("the run had a step").join().unwrap().unwrap();
+        (outcome, report)
+    });
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert!(
+        report.total > 0 && report.embedded == report.total,
+        "{report:?}"
+    );
+    assert_eq!(embedded.load(Ordering::SeqCst), report.embedded);
+}

@@ -92,13 +92,19 @@ pub(super) fn default_threads() -> u32 {
 }
 
 /// `burrow models convert`.
-pub fn convert(dir: PathBuf, out: PathBuf, name: Option<String>, f32: bool) -> Result<ExitCode> {
+pub fn convert(
+    dir: PathBuf,
+    out: PathBuf,
+    name: Option<String>,
+    outtype: &str,
+) -> Result<ExitCode> {
     let name = name.unwrap_or_else(|| {
         dir.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "embedding model".into())
     });
-    let precision = if f32 { Precision::F32 } else { Precision::F16 };
+    let precision = Precision::from_label(outtype)
+        .with_context(|| format!("--outtype {outtype:?}: choose f32, f16 or q8_0"))?;
     let part = out.with_extension("gguf.part");
     let file = File::create(&part).with_context(|| format!("creating {}", part.display()))?;
     let mut writer = BufWriter::new(file);

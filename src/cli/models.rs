@@ -67,9 +67,10 @@ pub enum ModelsCommand {
         /// The model's name in the file (default: the folder's).
         #[arg(long)]
         name: Option<String>,
-        /// Keep the weight matrices in F32 (default: F16, half the size).
-        #[arg(long)]
-        f32: bool,
+        /// How the weight matrices are stored: f32, f16 or q8_0 (8-bit blocks, as llama.cpp's
+        /// converter's `--outtype q8_0`).
+        #[arg(long, value_name = "TYPE", default_value = "f16")]
+        outtype: String,
     },
 }
 
@@ -116,8 +117,8 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
             dir,
             out,
             name,
-            f32,
-        } => super::embed::convert(dir, out, name, f32),
+            outtype,
+        } => super::embed::convert(dir, out, name, &outtype),
     }
 }
 

@@ -243,6 +243,32 @@ fn embedding_is_incremental_and_a_new_model_embeds_everything_again() {
     );
 }
 
+/// A search holds the vectors in memory and reloads them when they change, whoever changed
+/// them: here another handle on the same database (the desktop app's pass, or a CLI beside
+/// it). The change is now seen through a counter kept by triggers, not by counting and summing
+/// every vector at each search.
+#[test]
+fn a_search_sees_the_vectors_another_handle_embedded_since_its_last_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    let mut e = Synonyms::new("synonyms", 64);
+    ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert!(!numbers(&ws, &e, "slow", SearchMode::Meaning, &[Kind::Issue]).contains(&5));
+
+    let other = open(dir.path());
+    let mut more = ITEMS.to_vec();
+    more.push((5, "Terminal is sluggish", "Typing lags behind.", false));
+    import(&other, dir.path(), &more);
+    let before = e.texts;
+    other.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!(e.texts, before + 1, "only the new issue's text is new");
+    assert_eq!(
+        numbers(&ws, &e, "slow", SearchMode::Meaning, &[Kind::Issue])[0],
+        5
+    );
+}
+
 #[test]
 fn a_pass_that_fails_half_way_keeps_its_pages_and_the_next_finishes() {
     let dir = tempfile::tempdir().unwrap();

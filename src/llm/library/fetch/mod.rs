@@ -310,6 +310,14 @@ fn convert_member(
     };
     match format {
         ConvertFormat::SentenceTransformersBertZip => {
+            // The catalogue's quantization says what the conversion writes (its sha256 is of
+            // that file).
+            let precision = Precision::from_label(&entry.quantization).ok_or_else(|| {
+                failed(ConvertError::Unsupported(format!(
+                    "quantization {:?} (a conversion writes F32, F16 or Q8_0)",
+                    entry.quantization
+                )))
+            })?;
             let folder = TempDir::create(with_suffix(dest, ".source.d"))?;
             for name in SENTENCE_TRANSFORMERS_FILES {
                 let mut zip = BufReader::new(&source.file);
@@ -331,8 +339,7 @@ fn convert_member(
                 })?;
             }
             let mut sink = PartSink(out);
-            convert::convert_bert(&folder.path, &entry.name, Precision::F16, &mut sink)
-                .map_err(failed)
+            convert::convert_bert(&folder.path, &entry.name, precision, &mut sink).map_err(failed)
         }
     }
 }
