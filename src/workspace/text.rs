@@ -175,8 +175,18 @@ pub fn code_units(text: &str) -> Vec<Unit> {
         let hard_end = (start + CHUNK_LINES).min(lines.len());
         let mut end = hard_end;
         if hard_end < lines.len() {
-            // Look back up to a quarter chunk for a blank line to break after.
-            if let Some(blank) = (hard_end - CHUNK_LINES / 4..hard_end)
+            // Break where a block starts: after a blank line, before the least indented line
+            // that follows one in the chunk's second half (an item with its doc comment, kept
+            // whole: a function whose comment was cut from its body was found by neither).
+            // Else after a blank line in the last quarter, else at the limit.
+            let item = (start + CHUNK_LINES / 2..hard_end)
+                .filter(|&i| {
+                    i > start && lines[i - 1].trim().is_empty() && !lines[i].trim().is_empty()
+                })
+                .min_by_key(|&i| (indent(lines[i]), std::cmp::Reverse(i)));
+            if let Some(i) = item {
+                end = i;
+            } else if let Some(blank) = (hard_end - CHUNK_LINES / 4..hard_end)
                 .rev()
                 .find(|&i| lines[i].trim().is_empty())
             {
@@ -191,6 +201,14 @@ pub fn code_units(text: &str) -> Vec<Unit> {
         start = end;
     }
     units
+}
+
+/// A line's indentation in columns (a tab counts 4).
+fn indent(line: &str) -> usize {
+    line.chars()
+        .take_while(|c| c.is_whitespace())
+        .map(|c| if c == '\t' { 4 } else { 1 })
+        .sum()
 }
 
 /// Splits a Markdown (or plain text) document at its headings; long sections are chunked.
@@ -295,6 +313,30 @@ mod tests {
         assert_eq!(units[1].line, 36);
         let total: usize = units.iter().map(|u| u.text.split('\n').count()).sum();
         assert_eq!(total, 100);
+    }
+
+    /// Issue 18: a function's doc comment and its body were cut into two units at the 40-line
+    /// limit, and neither was found by a question about what the function does (ripgrep's
+    /// `parse_human_readable_size`). A chunk now ends before the least indented block that
+    /// follows a blank line in its second half.
+    #[test]
+    fn code_is_chunked_before_an_item_and_its_doc_comment() {
+        let mut lines = vec!["fn a() {".to_string()];
+        lines.extend((2..=20).map(|i| format!("    let x{i} = {i};")));
+        lines.push(String::new()); // 21
+        lines.extend((22..=28).map(|i| format!("    let y{i} = {i};")));
+        lines.push("}".into()); // 29
+        lines.push(String::new()); // 30
+        lines.push("/// Parses a size such as 2M.".into()); // 31
+        lines.push("fn b() {".into());
+        lines.extend((33..=50).map(|i| format!("    let z{i} = {i};")));
+        lines.push("}".into());
+        let units = code_units(&lines.join("\n"));
+        assert_eq!(units[0].line, 1);
+        assert_eq!(units[1].line, 31, "{units:#?}");
+        assert!(units[1].text.starts_with("/// Parses") && units[1].text.contains("fn b()"));
+        let total: usize = units.iter().map(|u| u.text.split('\n').count()).sum();
+        assert_eq!(total, lines.len());
     }
 
     #[test]
