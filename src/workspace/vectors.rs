@@ -192,13 +192,13 @@ impl Workspace {
                          SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM docs WHERE id = ?1)",
                     )
                     .map_err(db_err("saving vectors"))?;
+                // Each row written moves `vector_changes` (a trigger), which tells searches to
+                // reload their vectors.
                 for ((id, _), h) in page.iter().zip(&hashes) {
                     put_doc
                         .execute(params![id, h])
                         .map_err(db_err("saving vectors"))?;
                 }
-                tx.execute("UPDATE embedding_model SET generation = generation + 1", [])
-                    .map_err(db_err("saving vectors"))?;
             }
             tx.commit().map_err(db_err("saving vectors"))?;
             report.embedded += page.len();
@@ -313,10 +313,11 @@ fn set_model(
     if old.is_none() || replaced.is_some() {
         tx.execute_batch("DELETE FROM doc_vectors; DELETE FROM vectors;")
             .map_err(db_err("clearing another model's vectors"))?;
+        // `generation` (migration 4) is no longer read: the triggers of migration 5 count the
+        // changes searches look for.
         tx.execute(
-            "INSERT INTO embedding_model (id, name, dimension, generation) VALUES (1, ?1, ?2, 0)
-             ON CONFLICT (id) DO UPDATE SET name = ?1, dimension = ?2,
-                 generation = generation + 1",
+            "INSERT INTO embedding_model (id, name, dimension) VALUES (1, ?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET name = ?1, dimension = ?2",
             params![name, dim as i64],
         )
         .map_err(db_err("recording the embedding model"))?;
