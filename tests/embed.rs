@@ -9,6 +9,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use burrow::app::meaning::ModelEmbedder;
+use burrow::app::App;
+use burrow::config::BurrowHome;
 use burrow::llm::convert::{convert_bert, ConvertError, Precision};
 use burrow::llm::embed::{check_embedding_model, EmbedError, EmbeddingModel, WINDOW_KEY};
 use burrow::llm::library::fetch::{fetch, WheelDir};
@@ -276,6 +279,95 @@ fn the_converter_names_what_is_missing_or_unsupported() {
 
 /// `models list` says which models are for embedding, not chat: the embedding model was listed
 /// among the chat models, with "chatml" as its template.
+/// Issue 18: `burrow ask` and `burrow eval` ran the agent with searches by words only: only
+/// the desktop app's embedding pass installed the embedding model for queries. A run with no
+/// pass now installs it where the workspace has vectors (`App::search_by_meaning`), so the
+/// agent's search tool finds by meaning too, and says why not where it cannot, searching by
+/// words meanwhile.
+#[test]
+fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_vectors() {
+    let _guard = common::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let home = BurrowHome::new(dir.path().join("home"));
+    let issues: Vec<Value> = [
+        (
+            1,
+            "Wallet window segfault on close",
+            "Closing the wallet window aborts the app.",
+        ),
+        (
+            2,
+            "Settings dialog typo",
+            "The word 'recieve' is misspelled in the settings.",
+        ),
+        (
+            3,
+            "Peers table sorting",
+            "Sorting the peers table by address is wrong.",
+        ),
+    ]
+    .iter()
+    .map(|(n, title, body)| {
+        serde_json::json!({
+            "number": n, "title": title, "body": body, "state": "open",
+            "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z"
+        })
+    })
+    .collect();
+    let export = dir.path().join("issues.json");
+    std::fs::write(&export, serde_json::to_string(&issues).unwrap()).unwrap();
+    let model = minilm().to_str().unwrap();
+
+    let app = App::open(home.clone()).unwrap();
+    app.workspace().import(&export, "o/r", &mut |_| {}).unwrap();
+    let why = app.search_by_meaning(Some(model)).unwrap();
+    assert!(
+        why.as_deref()
+            .is_some_and(|w| w.contains("burrow workspace embed")),
+        "{why:?}"
+    );
+    let embedder = ModelEmbedder::load_path(minilm(), 2).unwrap();
+    app.workspace()
+        .embed_pending(&mut &embedder, &mut |_| {})
+        .unwrap();
+    drop(app);
+
+    // A new process's app, as `burrow ask` opens one: no word of the task is in the issue.
+    let task = "program crashes upon shutdown";
+    let app = App::open(home.clone()).unwrap();
+    let tools = burrow::tools::all_tools(app.workspace().clone()).unwrap();
+    let search = |tools: &burrow::tools::ToolRegistry| {
+        tools
+            .call("search", serde_json::json!({"query": task}))
+            .unwrap()
+            .text
+    };
+    assert!(!search(&tools).contains("segfault"), "{}", search(&tools));
+    assert_eq!(app.search_by_meaning(Some(model)).unwrap(), None);
+    let found = search(&tools);
+    let first = found.find("#1").unwrap_or(usize::MAX);
+    assert!(
+        found.contains("segfault") && first < found.find("#2").unwrap_or(usize::MAX),
+        "{found}"
+    );
+
+    // A model that cannot be loaded: said, and searches go on by words.
+    let app = App::open(home).unwrap();
+    let missing = dir.path().join("missing.gguf");
+    let why = app
+        .search_by_meaning(Some(missing.to_str().unwrap()))
+        .unwrap()
+        .unwrap_or_default();
+    assert!(why.contains("missing.gguf"), "{why}");
+    let tools = burrow::tools::all_tools(app.workspace().clone()).unwrap();
+    assert!(tools
+        .call("search", serde_json::json!({"query": "segfault"}))
+        .unwrap()
+        .text
+        .contains("#1"));
+}
+
 #[test]
 fn models_list_marks_the_embedding_model() {
     let home = tempfile::tempdir().unwrap();

@@ -603,6 +603,31 @@ impl App {
         }
     }
 
+    /// Has every search, the agent's tools' included, rank by meaning as well, with the
+    /// embedding model `query` names (None: the settings', else the catalogue's), where the
+    /// workspace has vectors of it; the model is loaded once and shared with embedding
+    /// passes. What the desktop app does when its pass starts, for a run with no pass (`burrow
+    /// ask`, `burrow eval`). Why searches rank by words only, if they do: that is no failure
+    /// of the run, which goes on by words.
+    pub fn search_by_meaning(&self, query: Option<&str>) -> Result<Option<String>, AppError> {
+        if self
+            .workspace
+            .vectors_status()?
+            .is_none_or(|(_, _, n)| n == 0)
+        {
+            return Ok(Some(
+                "no vectors yet: run `burrow workspace embed` to search by meaning".into(),
+            ));
+        }
+        let setting = lock(&self.settings).embedding_model.clone();
+        let query = query.or(Some(setting.trim()).filter(|s| !s.is_empty()));
+        match self.embedding_model(query) {
+            Ok(model) => self.workspace.set_query_embedder(Some(model)),
+            Err(e) => return Ok(Some(format!("the embedding model is not loaded: {e}"))),
+        }
+        Ok(self.workspace.meaning_unavailable()?)
+    }
+
     fn embed_once(&self, on_event: &mut dyn FnMut(AppEvent)) -> Result<EmbedReport, AppError> {
         let setting = lock(&self.settings).embedding_model.clone();
         let query = Some(setting.trim()).filter(|s| !s.is_empty());

@@ -56,6 +56,13 @@ pub struct AskArgs {
     /// Who the agent is, in a line (the template's `persona`).
     #[arg(long)]
     pub persona: Option<String>,
+    /// Embedding model for the run's searches: a GGUF path or a catalogue id (default: the
+    /// settings', else the catalogue's). Used where the workspace has vectors of it.
+    #[arg(long, value_name = "MODEL")]
+    pub embedding_model: Option<String>,
+    /// Search by words only, even where the workspace has vectors.
+    #[arg(long, conflicts_with = "embedding_model")]
+    pub words_only: bool,
     /// Print the run as one JSON object at the end instead of the steps as they happen.
     #[arg(long)]
     pub json: bool,
@@ -99,6 +106,11 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     };
     if let Some(p) = &args.persona {
         config.persona = p.clone();
+    }
+    if !args.words_only {
+        if let Some(why) = app.search_by_meaning(args.embedding_model.as_deref())? {
+            eprintln!("searching by words only: {why}");
+        }
     }
     let (model, _engine) = load_model(home, &args.model)?;
     let mut agent = app.agent(&*model, config)?.with_prompt(prompt);

@@ -71,7 +71,12 @@ pub struct EvalArgs {
     /// words, meaning, hybrid and naive (SQLite FTS5's defaults over one row per item).
     #[arg(long, value_delimiter = ',', value_name = "MODES")]
     pub search: Vec<String>,
-    /// Embedding model for --search meaning and hybrid: a GGUF path or a catalogue id.
+    /// The runs search by words only, even where the workspace has vectors (by default they
+    /// also rank by meaning, as `burrow ask` does).
+    #[arg(long)]
+    pub words_only: bool,
+    /// Embedding model for the runs' searches and for --search meaning and hybrid: a GGUF
+    /// path or a catalogue id.
     #[arg(long, value_name = "MODEL")]
     pub embedding_model: Option<String>,
     /// Reciprocal rank fusion's constant for --search hybrid (default: Burrow's).
@@ -107,6 +112,13 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
         args.models.iter().cloned().map(Some).collect()
     };
     let app = App::open(home.clone())?;
+    // The runs' searches rank as a user's do, by meaning as well where the workspace has
+    // vectors, and so does the baseline's: the agent is measured against the search it has.
+    if !args.words_only {
+        if let Some(why) = app.search_by_meaning(args.embedding_model.as_deref())? {
+            eprintln!("searching by words only: {why}");
+        }
+    }
     let base = baseline(app.workspace(), &questions)?;
     let mut out = match &args.out {
         Some(p) => Some(

@@ -4,9 +4,20 @@
 
 use super::Kind;
 
+/// Verbs that, after "where" in the same sentence ("where is it documented that …", "where
+/// is the walker implemented"), say the answer is a document or code.
+const WHERE_VERBS: [(&[&str], Kind); 2] = [
+    (&["documented", "explained", "described"], Kind::Doc),
+    (&["implemented", "defined", "declared"], Kind::Code),
+];
+
+/// How far after "where" its verb may come ("where is the list of named presets … defined").
+const WHERE_REACH: usize = 16;
+
 /// The kinds of item a question asks for: the noun right after "which", "what" or "is there"
 /// (past an article and one adjective: "which merged pull request"), and a second one joined
-/// by "or" ("an issue or pull request").
+/// by "or" ("an issue or pull request"); else the noun of "the commit that …" ("the file
+/// where …"); else what "where is … documented" or "where is … implemented" asks for.
 pub fn asked_kinds(task: &str) -> Vec<Kind> {
     const KINDS: [(&[&str], Kind); 5] = [
         (&["issue", "issues", "bug report", "report"], Kind::Issue),
@@ -70,6 +81,39 @@ pub fn asked_kinds(task: &str) -> Vec<Kind> {
             return kinds;
         }
     }
+    // "the commit that …": the article is needed (a bare "commit that" is a verb).
+    for (i, w) in words.iter().enumerate() {
+        if *w != "the" {
+            continue;
+        }
+        if let Some((kind, end)) = kind_at(i) {
+            if words
+                .get(end)
+                .is_some_and(|w| matches!(*w, "that" | "which" | "where"))
+            {
+                return vec![kind];
+            }
+        }
+    }
+    // "where … documented": within one sentence, so "Where? It is documented" is not it.
+    for sentence in lower.split(['.', '?', '!', ';']) {
+        let words: Vec<&str> = sentence
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            if *w != "where" {
+                continue;
+            }
+            for verb in words.iter().skip(i + 1).take(WHERE_REACH) {
+                for (verbs, kind) in WHERE_VERBS {
+                    if verbs.contains(verb) {
+                        return vec![kind];
+                    }
+                }
+            }
+        }
+    }
     Vec::new()
 }
 
@@ -100,5 +144,35 @@ mod tests {
             kinds("Where does the project say whether agents may open pull requests?").is_empty()
         );
         assert!(kinds("how does the walker skip hidden files").is_empty());
+    }
+
+    /// Issue 18 names these phrasings beside "which …": "the commit that …", "where is …
+    /// implemented".
+    #[test]
+    fn the_kind_before_that_and_where_it_is_documented_or_implemented_ask_for_a_kind() {
+        let kinds = |t: &str| -> Vec<&str> { asked_kinds(t).iter().map(|k| k.as_str()).collect() };
+        assert_eq!(
+            kinds("Find the commit that stopped reading .agignore"),
+            ["commit"]
+        );
+        assert_eq!(
+            kinds("the merged pull request which fixed the crash"),
+            ["pr"]
+        );
+        assert_eq!(
+            kinds("Show me the file where sizes like 10M are parsed"),
+            ["code"]
+        );
+        assert_eq!(
+            kinds("Where is it documented that -C1 -A2 changed meaning in 14.0?"),
+            ["doc"]
+        );
+        assert_eq!(kinds("where is the hyperlink alias list defined"), ["code"]);
+        // The noun must be followed by a relative word, and "where" by its verb in the same
+        // sentence.
+        assert!(kinds("The file is written without a suffix").is_empty());
+        assert!(kinds("commit that change after review").is_empty());
+        assert!(kinds("Where did it go? It was described in #12").is_empty());
+        assert!(kinds("where does the walker skip hidden files").is_empty());
     }
 }
