@@ -615,22 +615,26 @@ impl App {
             .vectors_status()?
             .is_none_or(|(_, _, n)| n == 0)
         {
-            return Ok(Some(
-                "no vectors yet: run `burrow workspace embed` to search by meaning".into(),
-            ));
+            // The workspace's own reason (no vectors yet, and how to make them).
+            return Ok(self.workspace.meaning_unavailable()?);
         }
-        let setting = lock(&self.settings).embedding_model.clone();
-        let query = query.or(Some(setting.trim()).filter(|s| !s.is_empty()));
-        match self.embedding_model(query) {
+        let setting = self.embedding_setting();
+        match self.embedding_model(query.or(setting.as_deref())) {
             Ok(model) => self.workspace.set_query_embedder(Some(model)),
             Err(e) => return Ok(Some(format!("the embedding model is not loaded: {e}"))),
         }
         Ok(self.workspace.meaning_unavailable()?)
     }
 
-    fn embed_once(&self, on_event: &mut dyn FnMut(AppEvent)) -> Result<EmbedReport, AppError> {
+    /// The embedding model the settings name (None: the catalogue's).
+    fn embedding_setting(&self) -> Option<String> {
         let setting = lock(&self.settings).embedding_model.clone();
-        let query = Some(setting.trim()).filter(|s| !s.is_empty());
+        Some(setting.trim().to_string()).filter(|s| !s.is_empty())
+    }
+
+    fn embed_once(&self, on_event: &mut dyn FnMut(AppEvent)) -> Result<EmbedReport, AppError> {
+        let setting = self.embedding_setting();
+        let query = setting.as_deref();
         let model = match self.embedding_model(query) {
             Ok(m) => m,
             Err(e) => {
