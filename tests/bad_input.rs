@@ -399,3 +399,57 @@ fn a_model_whose_chat_template_never_ends_is_refused_naming_it() {
         "{stderr}"
     );
 }
+
+/// Issue 17, defect 4: a chat template that builds gigabytes in a few hundred steps (a string
+/// doubled by a macro, by `format`, a list printed as JSON with one string repeated by
+/// reference) aborted Burrow ("memory allocation of 536870912 bytes failed") under a 1 GiB
+/// address-space limit, past the first fix, which only read the source for `s ~ s`. Each now
+/// stops at the rendering's memory budget with a clear error, within that limit.
+#[test]
+fn templates_that_build_gigabytes_stop_within_a_gibibyte() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("context.json");
+    std::fs::write(&context, r#"{"messages": []}"#).unwrap();
+    let hogs = [
+        "{% macro d(x) %}{{ x }}{{ x }}{% endmacro %}{% set ns = namespace(s='x') %}\
+         {% for i in range(40) %}{% set ns.s = d(ns.s) %}{% endfor %}",
+        "{% set ns = namespace(s='x') %}{% for i in range(40) %}\
+         {% set ns.s = '%s%s'|format(ns.s, ns.s) %}{% endfor %}",
+        "{% set s = 'x' * 10000000 %}{{ ([s] * 1000)|tojson }}",
+    ];
+    for (i, hog) in hogs.iter().enumerate() {
+        let template = dir.path().join(format!("hog{i}.jinja"));
+        std::fs::write(&template, hog).unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"));
+        cmd.args(["template", "render", "--template"])
+            .arg(&template)
+            .arg("--context")
+            .arg(&context)
+            .env("BURROW_HOME", dir.path().join("home"));
+        // SAFETY: setrlimit is async-signal-safe and touches nothing of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 1 << 30,
+                    rlim_max: 1 << 30,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = common::output_within(
+            &mut cmd,
+            std::time::Duration::from_secs(60),
+            "rendering a template that builds gigabytes",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{hog}: {stderr}");
+        assert!(
+            stderr.contains(&format!("hog{i}.jinja")) && stderr.contains("MiB of strings"),
+            "{hog}: {stderr}"
+        );
+    }
+}

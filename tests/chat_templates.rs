@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use burrow::llm::template::{fixed_clock, ChatTemplate};
+use burrow::llm::template::{fixed_clock, ChatTemplate, TEMPLATE_MEMORY};
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/chat-templates")
@@ -122,4 +122,50 @@ fn around(s: &str, at: usize) -> &str {
         end += 1;
     }
     &s[start..end]
+}
+
+/// Issue 17, defect 4: what a rendering builds is charged to a memory budget, so a hostile
+/// template stops (src/llm/template/render.rs, MEMORY_HOGS). A long run must not: a 200-turn,
+/// 800 KB conversation renders in every real template within a sixteenth of the budget (the
+/// most any of them needed when measured was 6.9 MB, QwQ; most build less than 5x their output).
+#[test]
+fn a_long_conversation_renders_in_every_template_well_within_the_memory_budget() {
+    let mut templates: Vec<PathBuf> = std::fs::read_dir(shared().join("templates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jinja"))
+        .collect();
+    templates.sort();
+    let turn = "word ".repeat(800);
+    let mut messages = vec![serde_json::json!({"role": "system", "content": turn})];
+    for i in 0..100 {
+        messages.push(serde_json::json!({"role": "user", "content": format!("{i} {turn}")}));
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("{i} {turn}")}));
+    }
+    messages.push(serde_json::json!({"role": "user", "content": "the last question"}));
+    let ctx = serde_json::json!({
+        "messages": messages,
+        "add_generation_prompt": true,
+        "bos_token": "<s>",
+        "eos_token": "</s>",
+    });
+    let mut rendered = 0;
+    for path in &templates {
+        let name = path.file_name().unwrap().to_string_lossy();
+        let template = ChatTemplate::new(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Templates that refuse a system message or this alternation refuse it either way.
+        let Ok(full) = template.render_json(&ctx) else {
+            continue;
+        };
+        assert!(full.contains("the last question"), "{name}");
+        let (tight, over) =
+            minijinja::budget::with_limit(TEMPLATE_MEMORY / 16, || template.render_json(&ctx));
+        assert!(!over, "{name} needs more than a sixteenth of the budget");
+        assert_eq!(tight.unwrap(), full, "{name}");
+        rendered += 1;
+    }
+    assert!(
+        rendered >= 40,
+        "only {rendered} templates rendered the conversation"
+    );
 }

@@ -60,6 +60,11 @@ pub(super) fn markup_add(a: Value, b: Value) -> Result<Value, Error> {
         )
     };
     let (ka, kb) = (a.kind(), b.kind());
+    let size = |v: &Value| v.as_str().map_or(0, str::len);
+    minijinja::budget::charge(size(&a).saturating_add(size(&b)))?;
+    if let (Some(x), Some(y)) = (a.len().filter(|_| ka == ValueKind::Seq), b.len()) {
+        minijinja::budget::charge_items(x.saturating_add(y))?;
+    }
     if a.is_safe() || b.is_safe() {
         if ka != ValueKind::String || kb != ValueKind::String {
             return Err(unsupported());

@@ -22,7 +22,9 @@ mod tojson;
 pub use messages::{ChatContext, ChatMessage, FunctionCall, ToolCall};
 pub(crate) use pycompat::json_to_value;
 pub use pycompat::py_str;
-pub use render::{fixed_clock, system_clock, ChatTemplate, Clock, TemplateError, CHATML_TEMPLATE};
+pub use render::{
+    fixed_clock, system_clock, ChatTemplate, Clock, TemplateError, CHATML_TEMPLATE, TEMPLATE_MEMORY,
+};
 
 #[cfg(test)]
 mod tests {

@@ -179,7 +179,58 @@ pub(super) fn unknown_method(
             format!("access to attribute '{method}' of 'list' object is unsafe"),
         ));
     }
+    charge_method(value, method, args)?;
     minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+}
+
+/// Charges the rendering's memory budget, before they run, for the string methods whose result
+/// can be far larger than their inputs: `"x".replace("", long)`, `sep.join(many)`,
+/// `"{}{}".format(s, s)` in a loop, `split` into one value per piece.
+fn charge_method(value: &Value, method: &str, args: &[Value]) -> Result<(), Error> {
+    let Some(s) = value.as_str() else {
+        return Ok(());
+    };
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
+    let bytes = match method {
+        "replace" => {
+            let from = args.first().and_then(Value::as_str).unwrap_or_default();
+            let hits = if from.is_empty() {
+                s.chars().count() + 1
+            } else {
+                s.matches(from).count()
+            };
+            s.len()
+                .saturating_add(hits.saturating_mul(text(args.get(1))))
+        }
+        "join" => {
+            let items = args.first().and_then(Value::len).unwrap_or(0);
+            let each = args.first().map_or(0, |seq| {
+                seq.try_iter()
+                    .into_iter()
+                    .flatten()
+                    .map(|x| x.as_str().map_or(8, str::len))
+                    .fold(0usize, usize::saturating_add)
+            });
+            each.saturating_add(items.saturating_mul(s.len()))
+        }
+        "format" => {
+            let fields = s.matches('{').count();
+            let widest = args.iter().map(|a| a.as_str().map_or(8, str::len)).max();
+            s.len()
+                .saturating_add(fields.saturating_mul(widest.unwrap_or(0)))
+        }
+        "split" | "splitlines" => {
+            let pieces = match args.first().and_then(Value::as_str) {
+                _ if method == "splitlines" => s.lines().count(),
+                Some(sep) if !sep.is_empty() => s.matches(sep).count() + 1,
+                _ => s.split_whitespace().count(),
+            };
+            s.len()
+                .saturating_add(pieces.saturating_mul(minijinja::budget::ITEM_BYTES))
+        }
+        _ => 0,
+    };
+    minijinja::budget::charge(bytes)
 }
 
 /// Python's `str()` of a value: what jinja2 prints for `{{ value }}`.
@@ -208,20 +259,28 @@ fn py_repr(v: &Value) -> String {
             }
         }
         ValueKind::String => py_quote(v.as_str().unwrap_or_default()),
+        // A list can print far larger than it is (one string repeated by reference): printing
+        // stops at the rendering's memory budget, and the rendering fails at its next step.
         ValueKind::Seq => {
-            let items: Vec<String> = v
-                .try_iter()
-                .map(|it| it.map(|x| py_repr(&x)).collect())
-                .unwrap_or_default();
+            let mut items = Vec::new();
+            for x in v.try_iter().into_iter().flatten() {
+                let item = py_repr(&x);
+                if minijinja::budget::charge(item.len() + 2).is_err() {
+                    break;
+                }
+                items.push(item);
+            }
             format!("[{}]", items.join(", "))
         }
         ValueKind::Map => {
             let mut parts = Vec::new();
-            if let Ok(keys) = v.try_iter() {
-                for k in keys {
-                    let val = v.get_item(&k).unwrap_or_default();
-                    parts.push(format!("{}: {}", py_repr(&k), py_repr(&val)));
+            for k in v.try_iter().into_iter().flatten() {
+                let val = v.get_item(&k).unwrap_or_default();
+                let part = format!("{}: {}", py_repr(&k), py_repr(&val));
+                if minijinja::budget::charge(part.len() + 2).is_err() {
+                    break;
                 }
+                parts.push(part);
             }
             format!("{{{}}}", parts.join(", "))
         }
@@ -332,6 +391,11 @@ pub(super) fn indent(s: String, args: Rest<Value>, kwargs: Kwargs) -> Result<Str
     kwargs.assert_all_used()?;
     let text = format!("{s}\n");
     let lines = py_splitlines(&text);
+    // A wide indent multiplies: charged before it is built.
+    minijinja::budget::charge(
+        text.len()
+            .saturating_add(lines.len().saturating_mul(indention.len())),
+    )?;
     let mut rv = if blank {
         lines.join(&format!("\n{indention}"))
     } else {

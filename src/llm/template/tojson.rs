@@ -104,7 +104,13 @@ fn write_json(out: &mut String, v: &Value, o: &JsonOpts, depth: usize) -> Result
                 out.push_str(&py_float(f, FloatStyle::Json))
             }
         }
-        ValueKind::String => json_string(out, v.as_str().unwrap_or_default(), o.ensure_ascii),
+        ValueKind::String => {
+            let before = out.len();
+            json_string(out, v.as_str().unwrap_or_default(), o.ensure_ascii);
+            // JSON of a list can be far larger than the list (one string repeated by
+            // reference): it stops at the rendering's memory budget.
+            minijinja::budget::charge(out.len() - before)?;
+        }
         ValueKind::Undefined => return Err(not_serializable("Undefined")),
         ValueKind::Seq | ValueKind::Iterable if !is_generator(v) => {
             let items: Vec<Value> = v.try_iter()?.collect();

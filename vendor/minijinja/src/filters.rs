@@ -280,6 +280,16 @@ mod builtins {
         let safety_aware = !matches!(state.auto_escape(), AutoEscape::None)
             && (value.is_safe() || from.is_safe() || to.is_safe());
 
+        // The result's size is known before it is built: `replace("", long)` multiplies.
+        let from_str = from.as_str();
+        let hits = if from_str.is_empty() {
+            value.as_str().chars().count().saturating_add(1)
+        } else {
+            value.as_str().matches(from_str).count()
+        };
+        ok!(crate::budget::charge(value.as_str().len().saturating_add(
+            hits.saturating_mul(to.as_str().len())
+        )));
         if safety_aware {
             let output = value
                 .format(state)?
@@ -518,6 +528,9 @@ mod builtins {
             let mut output = String::new();
             for (idx, item) in iter.enumerate() {
                 ok!(item.check());
+                ok!(crate::budget::charge(
+                    joiner.len().saturating_add(item.as_str().map_or(8, str::len))
+                ));
                 if idx > 0 {
                     output.push_str(joiner);
                 }
@@ -538,6 +551,9 @@ mod builtins {
             let mut output = String::new();
             for (idx, item) in iter.enumerate() {
                 ok!(item.check());
+                ok!(crate::budget::charge(
+                    joiner.len().saturating_add(item.as_str().map_or(8, str::len))
+                ));
                 if idx > 0 {
                     output.push_str(joiner);
                 }
@@ -1352,6 +1368,10 @@ mod builtins {
     /// an empty list is returned.
     #[cfg_attr(docsrs, doc(cfg(feature = "builtins")))]
     pub fn list(state: &State, value: Value) -> Result<Value, Error> {
+        // A string becomes one value per character: many times its size.
+        if let Some(s) = value.as_str() {
+            ok!(crate::budget::charge_items(s.len()));
+        }
         let iter = ok!(state
             .undefined_behavior()
             .try_iter_checked(value)
@@ -1417,6 +1437,9 @@ mod builtins {
     ) -> Result<Value, Error> {
         if count == 0 {
             return Err(Error::new(ErrorKind::InvalidOperation, "count cannot be 0"));
+        }
+        if fill_with.is_some() {
+            ok!(crate::budget::charge_items(count));
         }
         let items = ok!(ok!(state.undefined_behavior().try_iter_checked(value)).try_collect_vec());
         let len = items.len();
@@ -1491,6 +1514,7 @@ mod builtins {
 
         if !tmp.is_empty() {
             if let Some(filler) = fill_with {
+                ok!(crate::budget::charge_items(count - tmp.len()));
                 for _ in 0..count - tmp.len() {
                     tmp.push(filler.clone());
                 }
@@ -2229,7 +2253,7 @@ mod builtins {
     /// This is useful for debugging as it better shows what's inside an object.
     #[cfg_attr(docsrs, doc(cfg(feature = "builtins")))]
     pub fn pprint(value: &Value) -> String {
-        format!("{value:#?}")
+        crate::budget::format(format_args!("{value:#?}"))
     }
 
     /// Apply the given values to a [printf-style] format string.

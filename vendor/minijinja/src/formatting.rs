@@ -1154,6 +1154,8 @@ mod printf_style {
         }
 
         let mut width = ok!(parse_number(cursor));
+        // A width pads to that many bytes: `%999999999s` would be a gigabyte.
+        ok!(crate::budget::charge(width.unwrap_or(0)));
         if zero_padded && width.is_none() {
             // if '0' is not followed by width (i.e. digit+), then it should be parsed as
             // a width, not as zero-padding.
@@ -1416,6 +1418,8 @@ mod str_format_style {
         let mut zero_padded = cursor.advance_if(b'0');
 
         let mut width = ok!(parse_number(cursor));
+        // A width pads to that many bytes: `%999999999s` would be a gigabyte.
+        ok!(crate::budget::charge(width.unwrap_or(0)));
         if zero_padded && width.is_none() {
             // if '0' is not followed by width (i.e. digit+), then it should be parsed as
             // a width, not as zero-padding.

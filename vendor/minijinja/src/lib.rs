@@ -218,6 +218,8 @@ mod utils;
 mod vendor;
 mod vm;
 
+pub mod budget;
+
 pub mod filters;
 #[cfg(feature = "builtins")]
 #[cfg_attr(docsrs, doc(cfg(feature = "builtins")))]

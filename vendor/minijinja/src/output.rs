@@ -22,7 +22,9 @@ pub enum CaptureMode {
 pub struct Output<'a> {
     w: *mut (dyn fmt::Write + 'a),
     target: *mut (dyn fmt::Write + 'a),
-    capture_stack: Vec<Option<String>>,
+    // Captured output (`{% set x %}…{% endset %}`, macro bodies) is charged to the rendering's
+    // memory budget as it is written.
+    capture_stack: Vec<Option<crate::budget::Charged>>,
 }
 
 impl<'a> Output<'a> {
@@ -50,7 +52,7 @@ impl<'a> Output<'a> {
     /// Begins capturing into a string or discard.
     pub(crate) fn begin_capture(&mut self, mode: CaptureMode) {
         self.capture_stack.push(match mode {
-            CaptureMode::Capture => Some(String::new()),
+            CaptureMode::Capture => Some(crate::budget::Charged::default()),
             #[cfg(feature = "multi_template")]
             CaptureMode::Discard => None,
         });
@@ -59,7 +61,7 @@ impl<'a> Output<'a> {
 
     /// Ends capturing and returns the captured string as value.
     pub(crate) fn end_capture(&mut self, auto_escape: &AutoEscape) -> Value {
-        let rv = if let Some(captured) = self.capture_stack.pop().unwrap() {
+        let rv = if let Some(crate::budget::Charged(captured)) = self.capture_stack.pop().unwrap() {
             if !matches!(auto_escape, AutoEscape::None) {
                 Value::from_safe_string(captured)
             } else {

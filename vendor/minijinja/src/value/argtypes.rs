@@ -332,7 +332,10 @@ impl<'a> From<&'a str> for Value {
     fn from(val: &'a str) -> Self {
         SmallStr::try_new(val)
             .map(|small_str| Value(ValueRepr::SmallStr(small_str)))
-            .unwrap_or_else(|| Value(ValueRepr::String(val.into(), StringType::Normal)))
+            .unwrap_or_else(|| {
+                let _ = crate::budget::charge(val.len());
+                Value(ValueRepr::String(val.into(), StringType::Normal))
+            })
     }
 }
 

@@ -300,6 +300,11 @@ pub trait Object: fmt::Debug + Send + Sync {
     }
 }
 
+/// About what an item adds when a container is printed (its text, or a few bytes).
+fn printed_size(value: &Value) -> usize {
+    value.as_str().map_or(8, |s| s.len().saturating_add(4))
+}
+
 #[inline(never)]
 fn default_render(obj: &DynObject, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     match obj.repr() {
@@ -309,6 +314,11 @@ fn default_render(obj: &DynObject, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 if is_over_item_limit(idx) {
                     let count = obj.enumerator_len().map(|x| x - idx);
                     dbg.entry(&OmittedKey, &Omitted { count, prefix: "" });
+                    break;
+                }
+                // A map printed past the memory budget stops here; the rendering fails at its
+                // next step (failing the formatter would panic in `to_string`).
+                if crate::budget::charge(printed_size(&key) + printed_size(&value)).is_err() {
                     break;
                 }
                 dbg.entry(&key, &value);
@@ -328,6 +338,11 @@ fn default_render(obj: &DynObject, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                             count,
                             prefix: "... ",
                         });
+                        break;
+                    }
+                    // As for maps: a list that prints far larger than it is (one string
+                    // repeated by reference) stops at the memory budget.
+                    if crate::budget::charge(printed_size(&value)).is_err() {
                         break;
                     }
                     dbg.entry(&value);
@@ -1021,6 +1036,7 @@ macro_rules! impl_value_vec {
             T: Into<Value> + Clone + Send + Sync + fmt::Debug + 'static,
         {
             fn from(val: $vec_type<T>) -> Self {
+                let _ = crate::budget::charge_items(val.len());
                 Value::from_object(val)
             }
         }
@@ -1163,6 +1179,7 @@ macro_rules! impl_str_map {
             V: Into<Value> + Send + Sync + Clone + fmt::Debug + 'static,
         {
             fn from(val: $map_type<String, V>) -> Self {
+                let _ = crate::budget::charge_items(val.len().saturating_mul(2));
                 Value::from_object(val)
             }
         }
@@ -1172,6 +1189,7 @@ macro_rules! impl_str_map {
             V: Into<Value> + Send + Sync + Clone + fmt::Debug + 'static,
         {
             fn from(val: $map_type<Arc<str>, V>) -> Self {
+                let _ = crate::budget::charge_items(val.len().saturating_mul(2));
                 Value::from_object(val)
             }
         }
@@ -1244,6 +1262,7 @@ macro_rules! impl_value_map {
             V: Into<Value> + Send + Sync + Clone + fmt::Debug + 'static,
         {
             fn from(val: $map_type<Value, V>) -> Self {
+                let _ = crate::budget::charge_items(val.len().saturating_mul(2));
                 Value::from_object(val)
             }
         }

@@ -319,6 +319,9 @@ fn materialize_seq_concat(lhs: &Value, rhs: &Value, len: usize) -> Result<Value,
 pub fn add(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
     if lhs.is_tuple() || rhs.is_tuple() {
         if lhs.is_tuple() && rhs.is_tuple() {
+            ok!(crate::budget::charge_items(
+                seq_concat_len(lhs, rhs).unwrap_or_default()
+            ));
             let mut values = Vec::with_capacity(untrusted_size_hint(
                 seq_concat_len(lhs, rhs).unwrap_or_default(),
             ));
@@ -351,6 +354,11 @@ pub fn add(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
             }
         }
 
+        // Lazy, but charged for what it holds: doubling a list forty times would otherwise
+        // cost nothing until something iterates it.
+        ok!(crate::budget::charge_items(
+            seq_concat_len(lhs, rhs).unwrap_or(2)
+        ));
         return Ok(Value::from_object(MergeSeq::new_iterable(values)));
     }
     match coerce(lhs, rhs, true) {
@@ -359,7 +367,10 @@ pub fn add(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
             .ok_or_else(|| failed_op("+", lhs, rhs))
             .map(int_as_value),
         Some(CoerceResult::F64(a, b)) => Ok((a + b).into()),
-        Some(CoerceResult::Str(a, b)) => Ok(Value::from([a, b].concat())),
+        Some(CoerceResult::Str(a, b)) => {
+            ok!(crate::budget::charge(a.len().saturating_add(b.len())));
+            Ok(Value::from([a, b].concat()))
+        }
         _ => Err(impossible_op("+", lhs, rhs)),
     }
 }
@@ -434,6 +445,7 @@ pub fn mul(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
                 "repeated string is too large",
             ));
         }
+        ok!(crate::budget::charge(s.len().saturating_mul(n)));
         return Ok(Value::from(s.repeat(n)));
     } else if let Some((seq, n)) = lhs
         .as_object()
@@ -484,6 +496,7 @@ fn repeat_iterable(n: &Value, seq: &DynObject) -> Result<Value, Error> {
             ErrorKind::InvalidOperation,
             "repeated sequence is too large"
         )));
+    ok!(crate::budget::charge_items(repeated_len));
 
     if let Some(tuple) = seq.downcast_ref::<Tuple>() {
         let mut values = Vec::with_capacity(repeated_len);
@@ -598,7 +611,7 @@ pub fn neg(val: &Value) -> Result<Value, Error> {
 
 /// Attempts a string concatenation.
 pub fn string_concat(left: Value, right: &Value) -> Value {
-    Value::from(format!("{left}{right}"))
+    Value::from(crate::budget::format(format_args!("{left}{right}")))
 }
 
 /// Implements a containment operation on values.

@@ -376,6 +376,7 @@ impl<'env> Executor<'env> {
             if let Some(ref mut tracker) = state.fuel_tracker {
                 ctx_ok!(tracker.track(instr));
             }
+            ctx_ok!(crate::budget::check());
 
             match instr {
                 Instruction::Swap => {
