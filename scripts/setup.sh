@@ -86,6 +86,15 @@ if ! cmp -s ui/package-lock.json ui/node_modules/.burrow-installed-lock 2>/dev/n
   (cd ui && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.burrow-installed-lock)
 fi
 
+# The official MCP client (PyPI `mcp`), which tests/mcp.rs drives `burrow mcp` with as other
+# agents do. Installed again only when the pinned requirements change.
+if ((TEST)) && ! cmp -s tests/mcp/requirements.txt tests/.venv/.burrow-installed 2>/dev/null; then
+  say "installing the MCP client for the tests into tests/.venv (pip)"
+  python3 -m venv tests/.venv
+  tests/.venv/bin/pip install --quiet -r tests/mcp/requirements.txt
+  cp tests/mcp/requirements.txt tests/.venv/.burrow-installed
+fi
+
 if ((TEST)) && ! command -v tauri-driver >/dev/null; then
   say "installing tauri-driver (cargo install; a minute or two)"
   cargo install tauri-driver --version 2.1.0 --locked --quiet

@@ -58,6 +58,9 @@ enum Command {
     Eval(cli::eval::EvalArgs),
     /// Turn texts into vectors with the embedding model (search by meaning), or compare them.
     Embed(cli::embed::EmbedArgs),
+    /// Serve the workspace tools to other agents over MCP (stdio): the same tools, names and
+    /// arguments as `burrow tool --list`, read-only.
+    Mcp(cli::mcp::McpArgs),
     /// The agent's runs, kept with every step.
     Runs {
         #[command(subcommand)]
@@ -74,7 +77,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env("BURROW_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -103,5 +106,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ask(args) => cli::ask::ask(&home, args),
         Command::Eval(args) => cli::eval::eval(&home, args),
         Command::Embed(args) => cli::embed::embed(&home, args),
+        Command::Mcp(args) => cli::mcp::mcp(&home, args),
     }
 }

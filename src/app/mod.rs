@@ -6,6 +6,7 @@
 
 pub mod eval;
 pub mod eval_search;
+pub mod mcp;
 pub mod meaning;
 pub mod models;
 pub mod settings;
@@ -862,6 +863,27 @@ impl App {
             what,
             message: e.to_string(),
         })
+    }
+
+    // ---- tools ----
+
+    /// The agent's tools, as `burrow tool --list` and MCP clients see them.
+    pub fn tool_specs(&self) -> Vec<crate::tools::ToolSpec> {
+        self.tools.specs()
+    }
+
+    pub fn tool_spec(&self, name: &str) -> Option<crate::tools::ToolSpec> {
+        self.tools.spec(name)
+    }
+
+    /// Runs one tool as the agent would (searches rank by meaning too once
+    /// `search_by_meaning` has loaded the embedding model).
+    pub fn call_tool(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Result<crate::tools::ToolOutput, crate::tools::ToolError> {
+        self.tools.call(name, args)
     }
 
     // ---- settings ----

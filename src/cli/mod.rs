@@ -6,6 +6,7 @@ pub mod bench;
 pub mod chat;
 pub mod embed;
 pub mod eval;
+pub mod mcp;
 pub mod models;
 pub mod runs;
 pub mod template;

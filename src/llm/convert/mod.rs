@@ -304,7 +304,7 @@ fn check_config(c: &BertConfig) -> Result<(), ConvertError> {
             "position_embedding_type {p:?}"
         )));
     }
-    if c.num_attention_heads == 0 || c.hidden_size % c.num_attention_heads != 0 {
+    if c.num_attention_heads == 0 || !c.hidden_size.is_multiple_of(c.num_attention_heads) {
         return Err(ConvertError::Unsupported(format!(
             "{} attention heads over a hidden size of {}",
             c.num_attention_heads, c.hidden_size
@@ -493,7 +493,7 @@ fn tensor_plan(c: &BertConfig, n_vocab: u64, precision: Precision) -> Vec<Planne
     // A matrix whose rows are not whole Q8_0 blocks stays F16, as llama.cpp's converter
     // falls back.
     let matrix_of = |row: u64| match precision {
-        Precision::Q8_0 if row % Q8_0_BLOCK == 0 => GGML_Q8_0,
+        Precision::Q8_0 if row.is_multiple_of(Q8_0_BLOCK) => GGML_Q8_0,
         Precision::Q8_0 | Precision::F16 => GGML_F16,
         Precision::F32 => GGML_F32,
     };

@@ -60,7 +60,7 @@ pub(super) fn write_import(
             },
         }
         done += 1;
-        if done % 500 == 0 {
+        if done.is_multiple_of(500) {
             on_event(IndexEvent::Progress {
                 repo: repo.name.clone(),
                 phase: IndexPhase::Import,

@@ -1,0 +1,165 @@
+//! Issue 19: `burrow mcp` serves the workspace tools to other agents over MCP on stdio. Driven
+//! here by the official MCP Python client (PyPI `mcp`, installed into tests/.venv by
+//! `scripts/setup.sh --test`), as Claude Code or Goose would drive it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::git;
+use serde_json::{json, Value};
+
+fn python() -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.venv/bin/python");
+    assert!(
+        venv.exists(),
+        "the MCP client is missing at {}: run scripts/setup.sh --test",
+        venv.display()
+    );
+    venv
+}
+
+/// A home with one small repository indexed.
+fn home_with_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("app");
+    std::fs::create_dir_all(repo.join("src/net")).unwrap();
+    let who = ("Ann", "ann@x.org");
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T00:00:00Z",
+        who,
+    );
+    std::fs::write(
+        repo.join("src/net/client.rs"),
+        "/// Connects, retrying with exponential backoff.\npub fn connect() {\n    retry_with_backoff(3);\n}\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("README.md"), "# App\n\nA client that retries.\n").unwrap();
+    git(&repo, &["add", "-A"], "2024-01-01T00:00:00Z", who);
+    git(
+        &repo,
+        &["commit", "-q", "-m", "Retry connections with backoff"],
+        "2024-01-01T00:00:00Z",
+        who,
+    );
+    let home = dir.join("home");
+    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["workspace", "add"])
+        .arg(&repo)
+        .env("BURROW_HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    home
+}
+
+/// Runs the client against `burrow mcp` with these calls; what it saw, as JSON.
+fn client(home: &Path, calls: Value) -> Value {
+    let out = common::output_within(
+        Command::new(python())
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py"))
+            .arg(env!("CARGO_BIN_EXE_burrow"))
+            .arg(home)
+            .arg(calls.to_string()),
+        std::time::Duration::from_secs(120),
+        "the MCP client",
+    );
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "client printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+#[test]
+fn another_agent_lists_and_calls_the_workspace_tools_over_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with_repo(dir.path());
+    let seen = client(
+        &home,
+        json!([
+            {"name": "search", "arguments": {"query": "retry backoff"}},
+            {"name": "read_file", "arguments": {"path": "src/net/client.rs"}},
+            {"name": "read_file", "arguments": {"path": "../../../../etc/passwd"}},
+            {"name": "search", "arguments": {}},
+            {"name": "get_issue", "arguments": {"number": 4242}},
+            {"name": "rm_rf", "arguments": {"path": "/"}},
+        ]),
+    );
+    assert_eq!(seen["server"], "burrow");
+
+    // The same tools, names, descriptions and arguments as `burrow tool --list`, each read-only.
+    let listed = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["tool", "--list", "--json"])
+        .env("BURROW_HOME", &home)
+        .output()
+        .unwrap();
+    let specs: Vec<Value> = serde_json::from_slice(&listed.stdout).unwrap();
+    let tools = seen["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), specs.len());
+    for (tool, spec) in tools.iter().zip(&specs) {
+        assert_eq!(tool["name"], spec["name"]);
+        assert_eq!(tool["description"], spec["description"]);
+        assert_eq!(tool["inputSchema"], spec["parameters"], "{}", spec["name"]);
+        assert_eq!(tool["readOnly"], true, "{}", spec["name"]);
+    }
+
+    let calls = seen["calls"].as_array().unwrap();
+    let (found, opened, escape, no_query, no_issue, unknown) = (
+        &calls[0], &calls[1], &calls[2], &calls[3], &calls[4], &calls[5],
+    );
+    assert_eq!(found["isError"], false, "{found}");
+    assert!(
+        found["text"]
+            .as_str()
+            .unwrap()
+            .contains("src/net/client.rs"),
+        "{found}"
+    );
+    assert!(found["structured"].is_object(), "{found}");
+    assert_eq!(opened["isError"], false, "{opened}");
+    assert!(
+        opened["text"]
+            .as_str()
+            .unwrap()
+            .contains("retry_with_backoff(3)"),
+        "{opened}"
+    );
+    // A tool's failure is a result the calling agent reads, not a broken session.
+    assert_eq!(escape["isError"], true, "{escape}");
+    assert!(
+        !escape["text"].as_str().unwrap().contains("root:"),
+        "{escape}"
+    );
+    assert_eq!(no_query["isError"], true, "{no_query}");
+    assert!(
+        no_query["text"]
+            .as_str()
+            .unwrap()
+            .contains("invalid arguments"),
+        "{no_query}"
+    );
+    assert_eq!(no_issue["isError"], true, "{no_issue}");
+    assert!(
+        no_issue["text"].as_str().unwrap().contains("4242"),
+        "{no_issue}"
+    );
+    // A tool that does not exist cannot be routed: a protocol error naming the real ones.
+    let refused = unknown["protocolError"].as_str().unwrap_or_default();
+    assert!(
+        refused.contains("rm_rf") && refused.contains("read_file"),
+        "{unknown}"
+    );
+}
