@@ -163,3 +163,85 @@ fn another_agent_lists_and_calls_the_workspace_tools_over_mcp() {
         "{unknown}"
     );
 }
+
+/// Issue 19: the MCP servers named in the settings start for a run and their tools join the
+/// toolbelt as `<server>__<tool>`, called as the agent calls any tool. A real server from PyPI
+/// (mcp-server-time) answers; one that cannot start, one that never answers and one that speaks
+/// something other than JSON-RPC are each a line saying why, and cost the others nothing.
+#[test]
+fn tools_of_the_mcp_servers_in_the_settings_join_the_toolbelt() {
+    use burrow::app::App;
+    use burrow::config::BurrowHome;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let time_server = python().with_file_name("mcp-server-time");
+    let pid_file = dir.path().join("noise-child.pid");
+    std::fs::write(
+        home.join("settings.json"),
+        json!({"mcp_servers": [
+            {"name": "time", "command": time_server, "args": ["--local-timezone", "UTC"]},
+            {"name": "missing", "command": dir.path().join("no-such-server")},
+            {"name": "mute", "command": "sleep", "args": ["30"], "timeout_secs": 2},
+            {"name": "noise", "command": "sh",
+             "args": ["-c", format!("sleep 30 & echo $! > {}; echo hello; wait", pid_file.display())],
+             "timeout_secs": 2},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+    // Opening the app starts none of them.
+    assert!(app.tool_spec("time__get_current_time").is_none());
+    let problems = app.connect_mcp_servers();
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(
+        problems[0].contains("\"missing\"") && problems[0].contains("cannot start"),
+        "{problems:#?}"
+    );
+    assert!(
+        problems[1].contains("\"mute\"") && problems[1].contains("within 2 s"),
+        "{problems:#?}"
+    );
+    assert!(problems[2].contains("\"noise\""), "{problems:#?}");
+    // A server given up on is stopped with everything it started: the shell's own child was
+    // left running before.
+    let child: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        // SAFETY: signal 0 only asks whether the process exists.
+        unsafe { libc::kill(child, 0) != 0 }
+    });
+    assert!(gone, "the noise server's child {child} is still running");
+
+    let spec = app.tool_spec("time__get_current_time").unwrap();
+    assert!(
+        spec.parameters["properties"]["timezone"].is_object(),
+        "{spec:?}"
+    );
+    assert!(app.tool_spec("time__convert_time").is_some());
+    // The workspace's own tools are all still there.
+    assert!(app.tool_spec("search").is_some() && app.tool_spec("read_file").is_some());
+
+    let now = app
+        .call_tool(
+            "time__get_current_time",
+            json!({"timezone": "Europe/Paris"}),
+        )
+        .unwrap();
+    assert!(now.text.contains("Europe/Paris"), "{}", now.text);
+    assert!(now.text.contains("datetime"), "{}", now.text);
+    // The server's own refusal is an observation for the model.
+    let err = app
+        .call_tool(
+            "time__get_current_time",
+            json!({"timezone": "Mars/Olympus"}),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("Mars/Olympus"), "{err}");
+}

@@ -867,6 +867,25 @@ impl App {
 
     // ---- tools ----
 
+    /// Starts the MCP servers the settings name and adds their tools to the toolbelt as
+    /// `<server>__<tool>`, for the shells that run the agent (opening the app starts none).
+    /// What could not join (a server that did not start or answer, a schema that cannot be a
+    /// step grammar) is returned, one line each; the other tools work.
+    pub fn connect_mcp_servers(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let configs = lock(&self.settings).mcp_servers.clone();
+        for config in &configs {
+            match crate::tools::mcp::McpServer::connect(config) {
+                Ok(server) => {
+                    let server = Arc::new(server);
+                    problems.extend(crate::tools::mcp::register(&mut self.tools, server));
+                }
+                Err(e) => problems.push(e.to_string()),
+            }
+        }
+        problems
+    }
+
     /// The agent's tools, as `burrow tool --list` and MCP clients see them.
     pub fn tool_specs(&self) -> Vec<crate::tools::ToolSpec> {
         self.tools.specs()

@@ -54,6 +54,8 @@ pub struct Settings {
     /// Load settings per model, keyed by the model's file path; unset fields take the
     /// engine's defaults.
     pub models: BTreeMap<String, LoadOptions>,
+    /// MCP servers whose tools join the agent's toolbelt (started only for runs).
+    pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
 }
 
 impl Default for Settings {
@@ -70,6 +72,7 @@ impl Default for Settings {
             persona: String::new(),
             embedding_model: String::new(),
             models: BTreeMap::new(),
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -169,6 +172,19 @@ impl Settings {
             }
             if m.threads == Some(0) {
                 return invalid("threads", format!("{model}: at least 1"));
+            }
+        }
+        let mut names = std::collections::HashSet::new();
+        for server in &self.mcp_servers {
+            server.validate().map_err(|reason| SettingsError::Invalid {
+                field: "mcp_servers",
+                reason,
+            })?;
+            if !names.insert(server.name.as_str()) {
+                return invalid(
+                    "mcp_servers",
+                    format!("two MCP servers are named {:?}", server.name),
+                );
             }
         }
         Ok(())
@@ -296,6 +312,7 @@ mod tests {
             persona: "  A careful reviewer.  ".into(),
             embedding_model: String::new(),
             models: BTreeMap::new(),
+            mcp_servers: Vec::new(),
         };
         let c = s.agent_config("ctx".into());
         assert_eq!(c.protocol, Protocol::ToolCalls);

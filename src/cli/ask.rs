@@ -92,7 +92,11 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
         None => PromptTemplate::builtin()?,
     };
     // Opening the app marks the runs of processes that died as interrupted.
-    let app = App::open(home.clone())?;
+    let mut app = App::open(home.clone())?;
+    // The MCP servers in the settings: their tools join the toolbelt for this run.
+    for problem in app.connect_mcp_servers() {
+        eprintln!("{problem}");
+    }
     let mut config = AgentConfig {
         protocol,
         max_steps: args.max_steps,

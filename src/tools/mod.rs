@@ -8,6 +8,7 @@
 
 pub mod calculate;
 pub mod locator;
+pub mod mcp;
 pub mod workspace;
 
 pub use locator::Locator;
@@ -267,6 +268,25 @@ impl<T: Tool> ErasedTool for Typed<T> {
     }
 }
 
+/// A tool known only at run time (an MCP server's): its spec, and a call on JSON arguments.
+pub type DynamicCall =
+    Box<dyn Fn(serde_json::Value) -> Result<ToolOutput, ToolError> + Send + Sync>;
+
+struct Dynamic {
+    spec: ToolSpec,
+    call: DynamicCall,
+}
+
+impl ErasedTool for Dynamic {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call(&self, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        (self.call)(args)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     #[error("a tool named {0:?} is already registered")]
@@ -315,6 +335,26 @@ impl ToolRegistry {
                 source,
             })?;
         self.tools.push(Arc::new(Typed { tool, spec }));
+        Ok(())
+    }
+
+    /// Adds a tool known only at run time, under the same rules as `register`: a new name, and
+    /// parameters that compile to a grammar.
+    pub fn register_dynamic(
+        &mut self,
+        spec: ToolSpec,
+        call: DynamicCall,
+    ) -> Result<(), RegistryError> {
+        if self.get(&spec.name).is_some() {
+            return Err(RegistryError::Duplicate(spec.name));
+        }
+        Grammar::JsonSchema(spec.parameters.clone())
+            .validate()
+            .map_err(|source| RegistryError::Ungrammatical {
+                name: spec.name.clone(),
+                source,
+            })?;
+        self.tools.push(Arc::new(Dynamic { spec, call }));
         Ok(())
     }
 

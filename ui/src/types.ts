@@ -225,6 +225,17 @@ export interface Settings {
   /// The embedding model's path or catalogue id; empty: the catalogue's.
   embedding_model: string;
   models: Record<string, ModelSettings>;
+  /// MCP servers whose tools join the toolbelt for `burrow ask` (edited in settings.json; the
+  /// screen keeps them as they are).
+  mcp_servers: McpServerConfig[];
+}
+
+export interface McpServerConfig {
+  name: string;
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  timeout_secs?: number;
 }
 
 export interface AppInfo {

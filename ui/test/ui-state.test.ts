@@ -35,7 +35,7 @@ function runRecord(id: number, status: RunRecord["status"] = "interrupted"): Run
 
 const SETTINGS: Settings = {
   protocol: "json-typed", max_steps: 20, temperature: 0.2, grammar: true, search_first: true, summarize_at: 0.7,
-  require_plan_done: false, persona: "", embedding_model: "", models: {},
+  require_plan_done: false, persona: "", embedding_model: "", models: {}, mcp_servers: [],
 };
 
 describe("reduce: the page's own state", () => {
