@@ -245,3 +245,81 @@ fn tools_of_the_mcp_servers_in_the_settings_join_the_toolbelt() {
         .unwrap_err();
     assert!(err.to_string().contains("Mars/Olympus"), "{err}");
 }
+
+/// Issue 19: an MCP server's tool is one of the agent's own: the step grammar offers it with its
+/// schema (a call with a timezone is accepted, a made-up argument is not), the run calls it, and
+/// the server's answer is the step's observation.
+#[test]
+fn the_agent_calls_an_mcp_servers_tool_under_its_step_grammar() {
+    use burrow::agent::protocol::{Action, Protocol};
+    use burrow::agent::record::RunStatus;
+    use burrow::agent::AgentConfig;
+    use burrow::app::App;
+    use burrow::config::BurrowHome;
+    use burrow::llm::engine::CancelToken;
+    use burrow::llm::fake::{FakeModel, FakeTurn};
+    use burrow::llm::grammar::Grammar;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("settings.json"),
+        json!({"mcp_servers": [{"name": "time",
+            "command": python().with_file_name("mcp-server-time"),
+            "args": ["--local-timezone", "UTC"]}]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+    assert!(app.connect_mcp_servers().is_empty());
+    let step = |tool: &str, args: Value| {
+        json!({"type": "tool", "thinking": "ask the clock", "tool_name": tool, "tool_args": args})
+            .to_string()
+    };
+    let model = FakeModel::new([
+        FakeTurn::text(&step(
+            "time__get_current_time",
+            json!({"timezone": "Asia/Tokyo"}),
+        )),
+        FakeTurn::text(
+            &json!({"type": "final", "thinking": "done", "final": "It is evening in Tokyo."})
+                .to_string(),
+        ),
+    ]);
+    let agent = app
+        .agent(
+            &model,
+            AgentConfig {
+                search_first: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let outcome = agent.run(
+        "What time is it in Tokyo?",
+        &CancelToken::new(),
+        &mut |_| {},
+    );
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let observed = outcome.steps[0].observation.clone().unwrap_or_default();
+    assert!(observed.contains("Asia/Tokyo"), "{observed}");
+
+    // The step as the model would write it under the grammar.
+    let written = |args: Value| {
+        Protocol::JsonTyped.write_call(
+            "ask the clock",
+            &Action {
+                tool: "time__get_current_time".into(),
+                args: args.as_object().unwrap().clone(),
+            },
+        )
+    };
+    let grammar = model.requests()[0].grammar.clone().unwrap();
+    let g = Grammar::JsonSchema(serde_json::from_str(&grammar).unwrap());
+    assert!(g
+        .accepts(&written(json!({"timezone": "Europe/Paris"})))
+        .unwrap());
+    // Its required argument is required.
+    assert!(!g.accepts(&written(json!({}))).unwrap());
+}
