@@ -41,7 +41,12 @@ fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let home = BurrowHome::resolve(args.home.as_deref())?;
-    let app = App::open(home).context("opening Burrow's data folder")?;
+    let mut app = App::open(home).context("opening Burrow's data folder")?;
+    // The MCP servers the settings name: their tools join the toolbelt of the app's runs. One
+    // that cannot start or answer is said here and left out.
+    for problem in app.connect_mcp_servers() {
+        tracing::warn!("{problem}");
+    }
     let workspace = match (args.no_workspace, args.workspace) {
         (true, _) => None,
         (false, Some(dir)) => Some(dir),
