@@ -2,7 +2,7 @@
 """MCP round trips to `burrow mcp` (issue 19), timed from the official client's side.
 
 Usage: tests/.venv/bin/python scripts/bench-mcp.py [--burrow PATH] [--home DIR] [--n N]
-       [--query WORDS] [--words-only]
+       [--query WORDS] [--words-only | --embedding-model M]
 
 Starts `burrow mcp` as an MCP client would (stdio), times start-up to an initialized session,
 then N `search` calls and N `list_repositories` calls one after another, and prints median and
@@ -29,6 +29,8 @@ async def main(a):
     if a.home:
         env["BURROW_HOME"] = a.home
     args = ["mcp"] + (["--words-only"] if a.words_only else [])
+    if a.embedding_model:
+        args += ["--embedding-model", a.embedding_model]
     params = StdioServerParameters(command=a.burrow, args=args, env=env)
     started = time.perf_counter()
     async with stdio_client(params) as (read, write):
@@ -64,4 +66,5 @@ if __name__ == "__main__":
     p.add_argument("--n", type=int, default=50)
     p.add_argument("--query", default="ignore files gitignore")
     p.add_argument("--words-only", action="store_true")
+    p.add_argument("--embedding-model", help="a GGUF path or catalogue id, for `burrow mcp`")
     asyncio.run(main(p.parse_args()))
