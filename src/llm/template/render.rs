@@ -360,6 +360,18 @@ mod tests {
         "{% set s = 'x' * 1000000 %}{% set ns = namespace(l=[]) %}{% for i in range(100000) %}{% set ns.l = ns.l + [s ~ i] %}{% endfor %}",
     ];
 
+    /// A list grown one item at a time is charged for the items added, not for the whole list
+    /// again at each step: 20,000 appends were charged 3.2 GB and refused.
+    #[test]
+    fn a_list_grown_item_by_item_stays_within_the_memory_budget() {
+        let grown = ChatTemplate::new(
+            "{% set ns = namespace(l=[]) %}{% for i in range(20000) %}\
+             {% set ns.l = ns.l + [i] %}{% endfor %}{{ ns.l|length }}",
+        )
+        .unwrap();
+        assert_eq!(grown.render_json(&serde_json::json!({})).unwrap(), "20000");
+    }
+
     #[test]
     fn templates_that_build_too_much_stop_at_the_memory_budget() {
         for hog in MEMORY_HOGS {

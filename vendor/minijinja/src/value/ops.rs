@@ -354,11 +354,14 @@ pub fn add(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
             }
         }
 
-        // Lazy, but charged for what it holds: doubling a list forty times would otherwise
-        // cost nothing until something iterates it.
-        ok!(crate::budget::charge_items(
-            seq_concat_len(lhs, rhs).unwrap_or(2)
-        ));
+        // Lazy, but charged for what it adds: doubling a list forty times would otherwise cost
+        // nothing until something iterates it. The smaller side bounds that growth (each
+        // doubling pays for itself) without charging a list grown one item at a time for the
+        // whole list at every step.
+        ok!(crate::budget::charge_items(match (lhs.len(), rhs.len()) {
+            (Some(a), Some(b)) => a.min(b),
+            _ => 2,
+        }));
         return Ok(Value::from_object(MergeSeq::new_iterable(values)));
     }
     match coerce(lhs, rhs, true) {
