@@ -16,6 +16,17 @@ fn ours() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/chat-templates")
 }
 
+/// The real templates, in name order.
+fn templates() -> Vec<PathBuf> {
+    let mut templates: Vec<PathBuf> = std::fs::read_dir(shared().join("templates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jinja"))
+        .collect();
+    templates.sort();
+    templates
+}
+
 /// Checks every template against every context in `root/contexts`, with references in
 /// `root/expected/<context>/`, and fails listing every pair that differs.
 fn assert_all_match(root: &Path) {
@@ -36,12 +47,7 @@ fn check_all(root: &Path) -> (usize, Vec<String>) {
         .unwrap()
         .and_hms_opt(12, 0, 0)
         .unwrap();
-    let mut templates: Vec<PathBuf> = std::fs::read_dir(shared().join("templates"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jinja"))
-        .collect();
-    templates.sort();
+    let templates = templates();
     assert!(
         templates.len() >= 40,
         "found only {} templates",
@@ -130,12 +136,7 @@ fn around(s: &str, at: usize) -> &str {
 /// most any of them needed when measured was 6.9 MB, QwQ; most build less than 5x their output).
 #[test]
 fn a_long_conversation_renders_in_every_template_well_within_the_memory_budget() {
-    let mut templates: Vec<PathBuf> = std::fs::read_dir(shared().join("templates"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jinja"))
-        .collect();
-    templates.sort();
+    let templates = templates();
     let turn = "word ".repeat(800);
     let mut messages = vec![serde_json::json!({"role": "system", "content": turn})];
     for i in 0..100 {
