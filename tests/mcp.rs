@@ -323,3 +323,58 @@ fn the_agent_calls_an_mcp_servers_tool_under_its_step_grammar() {
     // Its required argument is required.
     assert!(!g.accepts(&written(json!({}))).unwrap());
 }
+
+/// Issue 19: a server that hangs on a call or dies in the middle of one costs the run a bounded
+/// wait and an observation saying so, never the run: the hung call is retryable, the dead
+/// server's every later call fails at once.
+#[test]
+fn an_mcp_server_that_hangs_or_dies_mid_call_is_an_observation() {
+    use burrow::app::App;
+    use burrow::config::BurrowHome;
+    use burrow::tools::ToolError;
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/unreliable_server.py");
+    std::fs::write(
+        home.join("settings.json"),
+        json!({"mcp_servers": [{"name": "shaky", "command": python(), "args": [server],
+                                "timeout_secs": 3}]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+    assert!(app.connect_mcp_servers().is_empty());
+    let echoed = app.call_tool("shaky__echo", json!({"text": "hi"})).unwrap();
+    assert_eq!(echoed.text, "hi");
+
+    let hung = app.call_tool("shaky__hang", json!({})).unwrap_err();
+    assert!(
+        matches!(&hung, ToolError::Transient(m) if m.contains("within 3 s")),
+        "{hung:?}"
+    );
+    // The session survives a call given up on.
+    assert_eq!(
+        app.call_tool("shaky__echo", json!({"text": "still here"}))
+            .unwrap()
+            .text,
+        "still here"
+    );
+
+    let died = app.call_tool("shaky__crash", json!({})).unwrap_err();
+    assert!(
+        matches!(&died, ToolError::Failed(m) if m.contains("shaky")),
+        "{died:?}"
+    );
+    let started = std::time::Instant::now();
+    let after = app
+        .call_tool("shaky__echo", json!({"text": "hi"}))
+        .unwrap_err();
+    assert!(matches!(&after, ToolError::Failed(_)), "{after:?}");
+    // A guard against a hang, not a timing: a dead server fails at once, not at the timeout.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{after:?}"
+    );
+}
