@@ -387,3 +387,70 @@ fn models_list_marks_the_embedding_model() {
     assert!(row.contains("embedding"), "{row}");
     assert!(!row.contains("chatml"), "{row}");
 }
+
+/// Issue 18: an embedding pass asked for while one runs (the desktop app asks after every
+/// import and index) is not a second pass beside it: the running one goes round again, and
+/// what was imported meanwhile gets its vectors. Nothing is left without one.
+#[test]
+fn a_pass_asked_for_while_one_runs_goes_round_again_and_misses_nothing() {
+    use burrow::app::AppEvent;
+
+    let _guard = common::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let home_dir = dir.path().join("home");
+    std::fs::create_dir_all(&home_dir).unwrap();
+    std::fs::write(
+        home_dir.join("settings.json"),
+        serde_json::json!({"embedding_model": minilm()}).to_string(),
+    )
+    .unwrap();
+    let export = |name: &str, issues: &[(i64, &str)]| {
+        let issues: Vec<Value> = issues
+            .iter()
+            .map(|(n, title)| {
+                serde_json::json!({
+                    "number": n, "title": title, "body": format!("{title}, in detail."),
+                    "state": "open", "user": {"login": "ann"},
+                    "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
+                })
+            })
+            .collect();
+        let path = dir.path().join(name);
+        std::fs::write(&path, serde_json::to_string(&issues).unwrap()).unwrap();
+        path
+    };
+    let first = export(
+        "first.json",
+        &[
+            (1, "Wallet window segfault on close"),
+            (2, "Settings dialog typo"),
+        ],
+    );
+    let later = export("later.json", &[(3, "Tooltip flickers on hover")]);
+
+    let app = App::open(BurrowHome::new(&home_dir)).unwrap();
+    app.workspace().import(&first, "o/r", &mut |_| {}).unwrap();
+    let (mut passes, mut asked) = (0, false);
+    let report = app
+        .embed_workspace(&mut |e| match e {
+            AppEvent::EmbedProgress { .. } if !asked => {
+                asked = true;
+                // What the app does after an import: ask for a pass, one is running.
+                app.workspace().import(&later, "o/r", &mut |_| {}).unwrap();
+                assert!(app.embed_workspace(&mut |_| {}).unwrap().is_none());
+            }
+            AppEvent::Embedded { .. } => passes += 1,
+            AppEvent::EmbedFailed { message, .. } => panic!("{message}"),
+            _ => {}
+        })
+        .unwrap()
+        .unwrap();
+    assert!(asked);
+    assert_eq!(passes, 2, "the running pass went round once more");
+    let (_, _, vectors) = app.workspace().vectors_status().unwrap().unwrap();
+    assert_eq!(vectors, report.total, "{report:?}");
+    // Nothing left for another pass.
+    let again = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert_eq!(again.embedded, 0, "{again:?}");
+    assert_eq!(again.total, report.total);
+}
