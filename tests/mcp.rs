@@ -378,3 +378,64 @@ fn an_mcp_server_that_hangs_or_dies_mid_call_is_an_observation() {
         "{after:?}"
     );
 }
+
+/// Issue 19: a server already running, named by its URL, is reached over Streamable HTTP; one
+/// that is not there is a line saying so.
+#[test]
+fn an_mcp_server_named_by_url_is_reached_over_streamable_http() {
+    use burrow::app::App;
+    use burrow::config::BurrowHome;
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/unreliable_server.py");
+    let mut server = Command::new(python())
+        .arg(script)
+        .args(["http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    struct Kill<'a>(&'a mut std::process::Child);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _kill = Kill(&mut server);
+    let listening = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(listening, "the HTTP server did not start");
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("settings.json"),
+        json!({"mcp_servers": [
+            {"name": "remote", "url": format!("http://127.0.0.1:{port}/mcp")},
+            {"name": "gone", "url": format!("http://127.0.0.1:{closed}/mcp"), "timeout_secs": 5},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+    let problems = app.connect_mcp_servers();
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(problems[0].contains("\"gone\""), "{problems:#?}");
+    let echoed = app
+        .call_tool("remote__echo", json!({"text": "over http"}))
+        .unwrap();
+    assert_eq!(echoed.text, "over http");
+}

@@ -24,8 +24,12 @@ use super::{ToolError, ToolOutput, ToolRegistry, ToolSpec};
 pub struct McpServerConfig {
     /// A short name (letters, digits, `-`, `_`); its tools are `<name>__<tool>`.
     pub name: String,
-    /// The program to start; it speaks MCP on its stdin and stdout.
+    /// The program to start; it speaks MCP on its stdin and stdout. Empty for a `url`.
+    #[serde(default)]
     pub command: String,
+    /// A server already running, reached over Streamable HTTP (instead of a command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
     /// Variables set for it, besides the inherited environment.
@@ -58,10 +62,23 @@ impl McpServerConfig {
                 self.name
             ));
         }
-        if self.command.trim().is_empty() {
-            return Err(format!("the MCP server {:?} has no command", self.name));
+        match (&self.url, self.command.trim().is_empty()) {
+            (None, true) => Err(format!(
+                "the MCP server {:?} needs a command or a url",
+                self.name
+            )),
+            (Some(_), false) => Err(format!(
+                "the MCP server {:?} has both a command and a url: give one",
+                self.name
+            )),
+            (Some(url), true) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Err(format!(
+                    "the MCP server {:?}: {url:?} is not an http:// or https:// URL",
+                    self.name
+                ))
+            }
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -141,7 +158,6 @@ impl McpServer {
             reason,
         })?;
         let timeout = config.timeout();
-        let secs = timeout.as_secs();
         // One worker drives the session while the agent's thread waits on a call.
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -152,6 +168,14 @@ impl McpServer {
                 what: "cannot start its runtime",
                 reason: e.to_string(),
             })?;
+        if let Some(url) = &config.url {
+            let transport = {
+                let _entered = runtime.enter();
+                rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str())
+            };
+            let client = Self::start(&runtime, &server, timeout, ().serve(transport))?;
+            return Self::listed(config, client, runtime, ProcessGroup(None));
+        }
         let mut command = tokio::process::Command::new(&config.command);
         command.args(&config.args).envs(&config.env);
         #[cfg(unix)]
@@ -168,32 +192,53 @@ impl McpServer {
             source,
         })?;
         let group = ProcessGroup(transport.id());
-        let client = runtime
-            .block_on(async { tokio::time::timeout(timeout, ().serve(transport)).await })
+        let client = Self::start(&runtime, &server, timeout, ().serve(transport))?;
+        Self::listed(config, client, runtime, group)
+    }
+
+    /// The session, started within the timeout.
+    fn start<E: std::fmt::Display>(
+        runtime: &tokio::runtime::Runtime,
+        server: &str,
+        timeout: Duration,
+        serving: impl std::future::Future<Output = Result<RunningService<RoleClient, ()>, E>>,
+    ) -> Result<RunningService<RoleClient, ()>, McpClientError> {
+        runtime
+            .block_on(async { tokio::time::timeout(timeout, serving).await })
             .map_err(|_| McpClientError::Timeout {
-                server: server.clone(),
+                server: server.to_string(),
                 what: "answer the MCP initialize request",
-                secs,
+                secs: timeout.as_secs(),
             })?
             .map_err(|e| McpClientError::Protocol {
-                server: server.clone(),
+                server: server.to_string(),
                 what: "the session did not start",
                 reason: e.to_string(),
-            })?;
+            })
+    }
+
+    /// The server with the tools it lists within the timeout.
+    fn listed(
+        config: &McpServerConfig,
+        client: RunningService<RoleClient, ()>,
+        runtime: tokio::runtime::Runtime,
+        group: ProcessGroup,
+    ) -> Result<McpServer, McpClientError> {
+        let timeout = config.timeout();
         let tools = runtime
             .block_on(async { tokio::time::timeout(timeout, client.list_all_tools()).await })
             .map_err(|_| McpClientError::Timeout {
-                server: server.clone(),
+                server: config.name.clone(),
                 what: "list its tools",
-                secs,
+                secs: timeout.as_secs(),
             })?
             .map_err(|e| McpClientError::Protocol {
-                server: server.clone(),
+                server: config.name.clone(),
                 what: "listing its tools failed",
                 reason: e.to_string(),
             })?;
         Ok(McpServer {
-            name: server,
+            name: config.name.clone(),
             timeout,
             tools,
             client,
@@ -305,4 +350,42 @@ pub fn register(registry: &mut ToolRegistry, server: Arc<McpServer>) -> Vec<Stri
         }
     }
     left_out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(name: &str, command: &str, url: Option<&str>) -> McpServerConfig {
+        McpServerConfig {
+            name: name.into(),
+            command: command.into(),
+            url: url.map(Into::into),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            timeout_secs: None,
+        }
+    }
+
+    #[test]
+    fn a_server_needs_a_plain_name_and_one_way_to_reach_it() {
+        assert!(config("time", "mcp-server-time", None).validate().is_ok());
+        assert!(config("docs", "", Some("https://example.org/mcp"))
+            .validate()
+            .is_ok());
+        for (bad, why) in [
+            (config("", "x", None), "letters"),
+            (config("a b", "x", None), "letters"),
+            (config("a__b;rm", "x", None), "letters"),
+            (config("none", " ", None), "a command or a url"),
+            (config("both", "x", Some("http://h/mcp")), "both"),
+            (
+                config("file", "", Some("file:///etc/passwd")),
+                "not an http",
+            ),
+        ] {
+            let err = bad.validate().unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+    }
 }

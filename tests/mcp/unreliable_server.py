@@ -1,5 +1,5 @@
 """An MCP server that misbehaves on request, for tests/mcp.rs: `echo` answers, `crash` kills
-the process mid-call, `hang` never answers."""
+the process mid-call, `hang` never answers. Stdio by default; `http PORT` for Streamable HTTP."""
 
 import os
 import time
@@ -29,4 +29,10 @@ def hang() -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    # `unreliable_server.py http PORT` serves Streamable HTTP on 127.0.0.1:PORT/mcp instead.
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
