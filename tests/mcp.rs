@@ -59,6 +59,18 @@ fn home_with_repo(dir: &Path) -> PathBuf {
     home
 }
 
+/// An app whose settings name these MCP servers, in a home under `dir`.
+fn app_with(dir: &Path, servers: Value) -> burrow::app::App {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("settings.json"),
+        json!({ "mcp_servers": servers }).to_string(),
+    )
+    .unwrap();
+    burrow::app::App::open(burrow::config::BurrowHome::new(&home)).unwrap()
+}
+
 /// Runs the client against `burrow mcp` with these calls; what it saw, as JSON.
 fn client(home: &Path, calls: Value) -> Value {
     let out = common::output_within(
@@ -170,28 +182,20 @@ fn another_agent_lists_and_calls_the_workspace_tools_over_mcp() {
 /// something other than JSON-RPC are each a line saying why, and cost the others nothing.
 #[test]
 fn tools_of_the_mcp_servers_in_the_settings_join_the_toolbelt() {
-    use burrow::app::App;
-    use burrow::config::BurrowHome;
-
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let time_server = python().with_file_name("mcp-server-time");
     let pid_file = dir.path().join("noise-child.pid");
-    std::fs::write(
-        home.join("settings.json"),
-        json!({"mcp_servers": [
+    let mut app = app_with(
+        dir.path(),
+        json!([
             {"name": "time", "command": time_server, "args": ["--local-timezone", "UTC"]},
             {"name": "missing", "command": dir.path().join("no-such-server")},
             {"name": "mute", "command": "sleep", "args": ["30"], "timeout_secs": 2},
             {"name": "noise", "command": "sh",
              "args": ["-c", format!("sleep 30 & echo $! > {}; echo hello; wait", pid_file.display())],
              "timeout_secs": 2},
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+        ]),
+    );
     // Opening the app starts none of them.
     assert!(app.tool_spec("time__get_current_time").is_none());
     let problems = app.connect_mcp_servers();
@@ -254,24 +258,17 @@ fn the_agent_calls_an_mcp_servers_tool_under_its_step_grammar() {
     use burrow::agent::protocol::{Action, Protocol};
     use burrow::agent::record::RunStatus;
     use burrow::agent::AgentConfig;
-    use burrow::app::App;
-    use burrow::config::BurrowHome;
     use burrow::llm::engine::CancelToken;
     use burrow::llm::fake::{FakeModel, FakeTurn};
     use burrow::llm::grammar::Grammar;
 
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("settings.json"),
-        json!({"mcp_servers": [{"name": "time",
+    let mut app = app_with(
+        dir.path(),
+        json!([{"name": "time",
             "command": python().with_file_name("mcp-server-time"),
-            "args": ["--local-timezone", "UTC"]}]})
-        .to_string(),
-    )
-    .unwrap();
-    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+            "args": ["--local-timezone", "UTC"]}]),
+    );
     assert!(app.connect_mcp_servers().is_empty());
     let step = |tool: &str, args: Value| {
         json!({"type": "tool", "thinking": "ask the clock", "tool_name": tool, "tool_args": args})
@@ -329,22 +326,15 @@ fn the_agent_calls_an_mcp_servers_tool_under_its_step_grammar() {
 /// server's every later call fails at once.
 #[test]
 fn an_mcp_server_that_hangs_or_dies_mid_call_is_an_observation() {
-    use burrow::app::App;
-    use burrow::config::BurrowHome;
     use burrow::tools::ToolError;
 
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/unreliable_server.py");
-    std::fs::write(
-        home.join("settings.json"),
-        json!({"mcp_servers": [{"name": "shaky", "command": python(), "args": [server],
-                                "timeout_secs": 3}]})
-        .to_string(),
-    )
-    .unwrap();
-    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+    let mut app = app_with(
+        dir.path(),
+        json!([{"name": "shaky", "command": python(), "args": [server],
+                                "timeout_secs": 3}]),
+    );
     assert!(app.connect_mcp_servers().is_empty());
     let echoed = app.call_tool("shaky__echo", json!({"text": "hi"})).unwrap();
     assert_eq!(echoed.text, "hi");
@@ -383,9 +373,6 @@ fn an_mcp_server_that_hangs_or_dies_mid_call_is_an_observation() {
 /// that is not there is a line saying so.
 #[test]
 fn an_mcp_server_named_by_url_is_reached_over_streamable_http() {
-    use burrow::app::App;
-    use burrow::config::BurrowHome;
-
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -419,18 +406,13 @@ fn an_mcp_server_named_by_url_is_reached_over_streamable_http() {
     assert!(listening, "the HTTP server did not start");
 
     let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join("settings.json"),
-        json!({"mcp_servers": [
+    let mut app = app_with(
+        dir.path(),
+        json!([
             {"name": "remote", "url": format!("http://127.0.0.1:{port}/mcp")},
             {"name": "gone", "url": format!("http://127.0.0.1:{closed}/mcp"), "timeout_secs": 5},
-        ]})
-        .to_string(),
-    )
-    .unwrap();
-    let mut app = App::open(BurrowHome::new(&home)).unwrap();
+        ]),
+    );
     let problems = app.connect_mcp_servers();
     assert_eq!(problems.len(), 1, "{problems:#?}");
     assert!(problems[0].contains("\"gone\""), "{problems:#?}");
