@@ -111,11 +111,7 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     if let Some(p) = &args.persona {
         config.persona = p.clone();
     }
-    if !args.words_only {
-        if let Some(why) = app.search_by_meaning(args.embedding_model.as_deref())? {
-            eprintln!("searching by words only: {why}");
-        }
-    }
+    super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
     let (model, _engine) = load_model(home, &args.model)?;
     let mut agent = app.agent(&*model, config)?.with_prompt(prompt);
     if let Some(path) = &args.trace {

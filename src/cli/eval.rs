@@ -114,11 +114,7 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
     let app = App::open(home.clone())?;
     // The runs' searches rank as a user's do, by meaning as well where the workspace has
     // vectors, and so does the baseline's: the agent is measured against the search it has.
-    if !args.words_only {
-        if let Some(why) = app.search_by_meaning(args.embedding_model.as_deref())? {
-            eprintln!("searching by words only: {why}");
-        }
-    }
+    super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
     let base = baseline(app.workspace(), &questions)?;
     let mut out = match &args.out {
         Some(p) => Some(

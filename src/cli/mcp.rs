@@ -24,11 +24,7 @@ pub struct McpArgs {
 
 pub fn mcp(home: &BurrowHome, args: McpArgs) -> Result<ExitCode> {
     let app = Arc::new(App::open(home.clone())?);
-    if !args.words_only {
-        if let Some(why) = app.search_by_meaning(args.embedding_model.as_deref())? {
-            eprintln!("searching by words only: {why}");
-        }
-    }
+    super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
     // One thread for the protocol; each tool call runs on tokio's blocking pool.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -25,3 +25,18 @@ pub fn report(e: &anyhow::Error) -> String {
     }
     out
 }
+
+/// Has the app's searches rank by meaning too, unless `words_only`, saying on stderr why they
+/// rank by words only where they do (`ask`, `eval` and `mcp` take the same two flags).
+pub fn search_by_meaning(
+    app: &burrow::app::App,
+    words_only: bool,
+    embedding_model: Option<&str>,
+) -> anyhow::Result<()> {
+    if !words_only {
+        if let Some(why) = app.search_by_meaning(embedding_model)? {
+            eprintln!("searching by words only: {why}");
+        }
+    }
+    Ok(())
+}

@@ -203,18 +203,16 @@ impl McpServer {
         timeout: Duration,
         serving: impl std::future::Future<Output = Result<RunningService<RoleClient, ()>, E>>,
     ) -> Result<RunningService<RoleClient, ()>, McpClientError> {
-        runtime
-            .block_on(async { tokio::time::timeout(timeout, serving).await })
-            .map_err(|_| McpClientError::Timeout {
-                server: server.to_string(),
-                what: "answer the MCP initialize request",
-                secs: timeout.as_secs(),
-            })?
-            .map_err(|e| McpClientError::Protocol {
-                server: server.to_string(),
-                what: "the session did not start",
-                reason: e.to_string(),
-            })
+        within(
+            runtime,
+            server,
+            timeout,
+            (
+                "answer the MCP initialize request",
+                "the session did not start",
+            ),
+            serving,
+        )
     }
 
     /// The server with the tools it lists within the timeout.
@@ -225,18 +223,13 @@ impl McpServer {
         group: ProcessGroup,
     ) -> Result<McpServer, McpClientError> {
         let timeout = config.timeout();
-        let tools = runtime
-            .block_on(async { tokio::time::timeout(timeout, client.list_all_tools()).await })
-            .map_err(|_| McpClientError::Timeout {
-                server: config.name.clone(),
-                what: "list its tools",
-                secs: timeout.as_secs(),
-            })?
-            .map_err(|e| McpClientError::Protocol {
-                server: config.name.clone(),
-                what: "listing its tools failed",
-                reason: e.to_string(),
-            })?;
+        let tools = within(
+            &runtime,
+            &config.name,
+            timeout,
+            ("list its tools", "listing its tools failed"),
+            client.list_all_tools(),
+        )?;
         Ok(McpServer {
             name: config.name.clone(),
             timeout,
@@ -290,6 +283,29 @@ impl McpServer {
             Ok(Ok(result)) => output(&self.name, tool, result),
         }
     }
+}
+
+/// What `doing` gives within the timeout; `(late, failed)` say what the server did not do in
+/// time, and what failed.
+fn within<T, E: std::fmt::Display>(
+    runtime: &tokio::runtime::Runtime,
+    server: &str,
+    timeout: Duration,
+    (late, failed): (&'static str, &'static str),
+    doing: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, McpClientError> {
+    runtime
+        .block_on(async { tokio::time::timeout(timeout, doing).await })
+        .map_err(|_| McpClientError::Timeout {
+            server: server.to_string(),
+            what: late,
+            secs: timeout.as_secs(),
+        })?
+        .map_err(|e| McpClientError::Protocol {
+            server: server.to_string(),
+            what: failed,
+            reason: e.to_string(),
+        })
 }
 
 /// A tool's result as an observation: its text blocks, and its structured content as data.

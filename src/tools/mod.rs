@@ -321,21 +321,11 @@ impl ToolRegistry {
     /// Adds a tool. Its parameter schema must compile to a grammar: steps are decoded under one,
     /// and a schema that cannot be enforced is better found now than in the middle of a run.
     pub fn register<T: Tool>(&mut self, tool: T) -> Result<(), RegistryError> {
-        if self.get(T::NAME).is_some() {
-            return Err(RegistryError::Duplicate(T::NAME.to_string()));
-        }
         let spec = ToolSpec {
             opens: T::OPENS,
             ..spec_for::<T::Input>(T::NAME)
         };
-        Grammar::JsonSchema(spec.parameters.clone())
-            .validate()
-            .map_err(|source| RegistryError::Ungrammatical {
-                name: T::NAME.to_string(),
-                source,
-            })?;
-        self.tools.push(Arc::new(Typed { tool, spec }));
-        Ok(())
+        self.add(Arc::new(Typed { tool, spec }))
     }
 
     /// Adds a tool known only at run time, under the same rules as `register`: a new name, and
@@ -345,8 +335,13 @@ impl ToolRegistry {
         spec: ToolSpec,
         call: DynamicCall,
     ) -> Result<(), RegistryError> {
+        self.add(Arc::new(Dynamic { spec, call }))
+    }
+
+    fn add(&mut self, tool: Arc<dyn ErasedTool>) -> Result<(), RegistryError> {
+        let spec = tool.spec();
         if self.get(&spec.name).is_some() {
-            return Err(RegistryError::Duplicate(spec.name));
+            return Err(RegistryError::Duplicate(spec.name.clone()));
         }
         Grammar::JsonSchema(spec.parameters.clone())
             .validate()
@@ -354,7 +349,7 @@ impl ToolRegistry {
                 name: spec.name.clone(),
                 source,
             })?;
-        self.tools.push(Arc::new(Dynamic { spec, call }));
+        self.tools.push(tool);
         Ok(())
     }
 

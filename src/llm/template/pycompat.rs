@@ -190,18 +190,9 @@ fn charge_method(value: &Value, method: &str, args: &[Value]) -> Result<(), Erro
     let Some(s) = value.as_str() else {
         return Ok(());
     };
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map_or(0, str::len);
+    let text = |i: usize| args.get(i).and_then(Value::as_str).unwrap_or_default();
     let bytes = match method {
-        "replace" => {
-            let from = args.first().and_then(Value::as_str).unwrap_or_default();
-            let hits = if from.is_empty() {
-                s.chars().count() + 1
-            } else {
-                s.matches(from).count()
-            };
-            s.len()
-                .saturating_add(hits.saturating_mul(text(args.get(1))))
-        }
+        "replace" => return minijinja::budget::charge_replace(s, text(0), text(1)),
         "join" => {
             let items = args.first().and_then(Value::len).unwrap_or(0);
             let each = args.first().map_or(0, |seq| {

@@ -72,6 +72,17 @@ pub fn charge_items(items: usize) -> Result<(), Error> {
     charge(items.saturating_mul(ITEM_BYTES))
 }
 
+/// Charges what `text.replace(from, to)` builds, before it is built: its size is known, and
+/// `replace("", long)` multiplies (`to` goes between every character).
+pub fn charge_replace(text: &str, from: &str, to: &str) -> Result<(), Error> {
+    let hits = if from.is_empty() {
+        text.chars().count().saturating_add(1)
+    } else {
+        text.matches(from).count()
+    };
+    charge(text.len().saturating_add(hits.saturating_mul(to.len())))
+}
+
 /// Whether the budget of the rendering running on this thread is spent.
 pub fn exceeded() -> bool {
     OVER.with(Cell::get)

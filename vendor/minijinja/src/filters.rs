@@ -280,16 +280,11 @@ mod builtins {
         let safety_aware = !matches!(state.auto_escape(), AutoEscape::None)
             && (value.is_safe() || from.is_safe() || to.is_safe());
 
-        // The result's size is known before it is built: `replace("", long)` multiplies.
-        let from_str = from.as_str();
-        let hits = if from_str.is_empty() {
-            value.as_str().chars().count().saturating_add(1)
-        } else {
-            value.as_str().matches(from_str).count()
-        };
-        ok!(crate::budget::charge(value.as_str().len().saturating_add(
-            hits.saturating_mul(to.as_str().len())
-        )));
+        ok!(crate::budget::charge_replace(
+            value.as_str(),
+            from.as_str(),
+            to.as_str()
+        ));
         if safety_aware {
             let output = value
                 .format(state)?
