@@ -95,6 +95,13 @@ if ((TEST)) && ! cmp -s tests/mcp/requirements.txt tests/.venv/.burrow-installed
   cp tests/mcp/requirements.txt tests/.venv/.burrow-installed
 fi
 
+# llama.cpp's own llama-server, which tests/remote.rs runs Burrow's remote backend against (not
+# a mock). Built once from the llama.cpp sources on PyPI, under the target directory.
+if ((TEST)); then
+  say "llama-server for the remote-backend tests (built once: about 5-10 minutes cold)"
+  scripts/build-llama-server.sh >/dev/null
+fi
+
 if ((TEST)) && ! command -v tauri-driver >/dev/null; then
   say "installing tauri-driver (cargo install; a minute or two)"
   cargo install tauri-driver --version 2.1.0 --locked --quiet

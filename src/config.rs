@@ -76,6 +76,26 @@ pub struct Config {
     pub model_dirs: Vec<PathBuf>,
     /// The model `chat` and the app use when none is named (a catalogue id, a name or a path).
     pub default_model: Option<String>,
+    /// Models served by other programs over the OpenAI API (`burrow models add-remote`).
+    pub remote_backends: Vec<RemoteBackend>,
+}
+
+/// A server of OpenAI-compatible models (llama-server, vLLM, Ollama, LM Studio), by name. The
+/// API key is never kept: only the name of the environment variable that holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteBackend {
+    /// What `-m` calls it.
+    pub name: String,
+    pub url: String,
+    /// The server's model to use (default: the first it lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// The context window, for servers that do not report theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_length: Option<usize>,
 }
 
 impl Config {
@@ -131,6 +151,13 @@ mod tests {
         let cfg = Config {
             model_dirs: vec!["/models".into()],
             default_model: Some("x".into()),
+            remote_backends: vec![RemoteBackend {
+                name: "gpu".into(),
+                url: "http://10.0.0.2:8080".into(),
+                model: None,
+                api_key_env: Some("GPU_KEY".into()),
+                context_length: None,
+            }],
         };
         cfg.save(&home.config_path()).unwrap();
         assert_eq!(home.load_config().unwrap(), cfg);

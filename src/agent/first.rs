@@ -212,7 +212,7 @@ impl Agent<'_> {
             .sampling(SamplingParams::greedy())
             .max_tokens(CHECK_TOKENS);
         if self.config.grammar {
-            request = request.grammar(Grammar::Lark(CHECK_GRAMMAR.to_string()));
+            request = request.grammar(Grammar::Gbnf(CHECK_GRAMMAR.to_string()));
         }
         let started = Instant::now();
         let mut on_token = |t: &str| {
@@ -292,7 +292,8 @@ const CHECK_SYSTEM: &str =
     "You check whether an item from a code workspace answers a user's question.";
 
 /// What a check may write, and the tokens it may take.
-const CHECK_GRAMMAR: &str = "start: \"yes\" | \"no\"\n";
+// GBNF, which every llama.cpp engine takes, in-process or as a remote llama-server.
+const CHECK_GRAMMAR: &str = "root ::= \"yes\" | \"no\"\n";
 const CHECK_TOKENS: usize = 3;
 
 const OPEN_NEXT_THOUGHT: &str = "Then I open the next match to check it against the task.";

@@ -105,6 +105,10 @@ pub struct StepRecord {
     pub ttft_ms: f64,
     pub decode_ms: f64,
     pub tool_ms: f64,
+    /// The step was decoded without its grammar: the model is served remotely by a server
+    /// that takes no grammar of this form, so the output was read as it came.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unconstrained: bool,
 }
 
 /// What a check step decided: whether `item`, just opened, answers the task.

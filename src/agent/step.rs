@@ -289,6 +289,7 @@ pub(super) fn decoded(index: usize, output: String, usage: &Usage, started: Inst
         setup_ms: usage.setup_ms,
         ttft_ms: usage.time_to_first_token_ms,
         decode_ms: (model_ms - usage.time_to_first_token_ms).max(0.0),
+        unconstrained: usage.unconstrained,
         ..Default::default()
     }
 }

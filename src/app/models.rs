@@ -4,12 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{BurrowHome, Config, ConfigError};
+use crate::config::{BurrowHome, Config, ConfigError, RemoteBackend};
 use crate::llm::library::fetch::{self, FetchError, FetchEvent, Fetched, Fetcher};
 use crate::llm::library::{
     self, Catalogue, CatalogueEntry, Discovery, ModelInfo, ModelSource, ResolvedModel,
 };
 use crate::llm::llama::{LlamaEngine, LoadEvent, LoadOptions, LoadedModel};
+use crate::llm::remote::{normalize_url, ApiKey, RemoteInfo, RemoteModel, RemoteOptions};
 use crate::llm::LlmError;
 
 #[derive(Debug, thiserror::Error)]
@@ -179,4 +180,176 @@ pub fn load(
             }
         }
     }
+}
+
+// ---- remote backends (issue 19) ----
+
+/// A server named on the command line (`--backend URL`) or in the config (`-m NAME`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackendChoice {
+    pub url: String,
+    pub model: Option<String>,
+    pub api_key_env: Option<String>,
+    pub context_length: Option<usize>,
+}
+
+impl From<&RemoteBackend> for BackendChoice {
+    fn from(b: &RemoteBackend) -> Self {
+        BackendChoice {
+            url: b.url.clone(),
+            model: b.model.clone(),
+            api_key_env: b.api_key_env.clone(),
+            context_length: b.context_length,
+        }
+    }
+}
+
+impl BackendChoice {
+    /// The options to connect with; the key is read from its variable now.
+    pub fn options(&self) -> Result<RemoteOptions, LlmError> {
+        let mut o = RemoteOptions::new(&self.url);
+        o.model.clone_from(&self.model);
+        o.context_length = self.context_length;
+        if let Some(var) = &self.api_key_env {
+            o.api_key = Some(ApiKey::from_env(var)?);
+        }
+        Ok(o)
+    }
+
+    pub fn connect(&self) -> Result<RemoteModel, ModelsError> {
+        Ok(RemoteModel::connect(self.options()?)?)
+    }
+}
+
+/// The remote backend the config calls `name`, if any.
+pub fn find_remote(home: &BurrowHome, name: &str) -> Result<Option<RemoteBackend>, ModelsError> {
+    Ok(home
+        .load_config()?
+        .remote_backends
+        .into_iter()
+        .find(|b| b.name == name))
+}
+
+/// A name for a backend the user did not name: the server's host and port.
+fn default_remote_name(url: &str) -> String {
+    let host = url
+        .split("://")
+        .nth(1)
+        .unwrap_or(url)
+        .split('/')
+        .next()
+        .unwrap_or(url);
+    host.replace(':', "-")
+}
+
+/// Adds (or replaces, by name) a remote backend in the config. The address is checked for its
+/// form; whether the server answers now is for the caller to say (it may be off for now).
+pub fn add_remote(
+    home: &BurrowHome,
+    url: &str,
+    name: Option<&str>,
+    model: Option<&str>,
+    api_key_env: Option<&str>,
+) -> Result<RemoteBackend, ModelsError> {
+    let root = normalize_url(url)?;
+    let name = name
+        .map(str::to_string)
+        .unwrap_or_else(|| default_remote_name(&root));
+    let plain = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !plain {
+        return Err(LlmError::InvalidLoadOption {
+            option: "name",
+            reason: format!(
+                "{name:?}: a remote backend's name is 1-64 letters, digits, '-', '_' or '.'"
+            ),
+        }
+        .into());
+    }
+    if let Some(var) = api_key_env {
+        let ok = !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            return Err(LlmError::InvalidLoadOption {
+                option: "api_key_env",
+                reason: format!("{var:?} is not an environment variable's name"),
+            }
+            .into());
+        }
+    }
+    let backend = RemoteBackend {
+        name,
+        url: root,
+        model: model.map(str::to_string),
+        api_key_env: api_key_env.map(str::to_string),
+        context_length: None,
+    };
+    let mut config = home.load_config()?;
+    config.remote_backends.retain(|b| b.name != backend.name);
+    config.remote_backends.push(backend.clone());
+    config.save(&home.config_path())?;
+    Ok(backend)
+}
+
+/// Removes the remote backend `name`; false if there was none.
+pub fn remove_remote(home: &BurrowHome, name: &str) -> Result<bool, ModelsError> {
+    let mut config = home.load_config()?;
+    let before = config.remote_backends.len();
+    config.remote_backends.retain(|b| b.name != name);
+    let removed = config.remote_backends.len() != before;
+    if removed {
+        config.save(&home.config_path())?;
+    }
+    Ok(removed)
+}
+
+/// A configured remote backend and whether it answers now.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RemoteStatus {
+    #[serde(flatten)]
+    pub backend: RemoteBackend,
+    pub reachable: bool,
+    /// What the server said when it answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub info: Option<RemoteInfo>,
+    /// Why it could not be reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// Every configured remote backend, each probed (in parallel: an unreachable one costs its
+/// connect timeout once, not once per backend).
+pub fn remote_statuses(home: &BurrowHome) -> Result<Vec<RemoteStatus>, ModelsError> {
+    let backends = home.load_config()?.remote_backends;
+    Ok(std::thread::scope(|s| {
+        let probes: Vec<_> = backends
+            .iter()
+            .map(|b| s.spawn(move || BackendChoice::from(b).connect()))
+            .collect();
+        backends
+            .iter()
+            .zip(probes)
+            .map(|(b, p)| {
+                let outcome = p
+                    .join()
+                    .unwrap_or_else(|_| Err(LlmError::Worker("probe panicked".into()).into()));
+                match outcome {
+                    Ok(m) => RemoteStatus {
+                        backend: b.clone(),
+                        reachable: true,
+                        info: Some(m.info().clone()),
+                        problem: None,
+                    },
+                    Err(e) => RemoteStatus {
+                        backend: b.clone(),
+                        reachable: false,
+                        info: None,
+                        problem: Some(e.to_string()),
+                    },
+                }
+            })
+            .collect()
+    }))
 }

@@ -112,8 +112,8 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
         config.persona = p.clone();
     }
     super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
-    let (model, _engine) = load_model(home, &args.model)?;
-    let mut agent = app.agent(&*model, config)?.with_prompt(prompt);
+    let model = load_model(home, &args.model)?;
+    let mut agent = app.agent(&*model.model, config)?.with_prompt(prompt);
     if let Some(path) = &args.trace {
         let hook = TraceHook::create(path)
             .with_context(|| format!("cannot write the trace {}", path.display()))?;

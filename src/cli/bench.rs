@@ -12,7 +12,7 @@ use burrow::agent::record::RunStatus;
 use burrow::agent::AgentConfig;
 use burrow::app::App;
 use burrow::config::BurrowHome;
-use burrow::llm::bench::{run_bench, BenchOptions, BenchTests};
+use burrow::llm::bench::{run_bench, run_served_bench, BenchOptions, BenchTests};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -62,6 +62,22 @@ pub fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
             args.json,
         );
     }
+    let remote = args.model.backend.is_some()
+        || match args.model.model.as_deref() {
+            Some(name) => burrow::app::models::find_remote(home, name)?.is_some(),
+            None => false,
+        };
+    if remote {
+        // A server's engine is not Burrow's to drive: measured through the model interface.
+        let model = load_model(home, &args.model)?;
+        let report = run_served_bench(&*model.model, args.repetitions)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{report}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let info = find_model(home, args.model.model.as_deref())?;
     let report = run_bench(
         &info.path,
@@ -101,8 +117,8 @@ fn bench_agent_run(
         task_context: app.task_context()?,
         ..Default::default()
     };
-    let (model, _engine) = load_model(home, model)?;
-    let agent = app.agent(&*model, config)?;
+    let model = load_model(home, model)?;
+    let agent = app.agent(&*model.model, config)?;
     let report = bench_agent(&agent, task);
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::models::{load_model, ModelArgs};
 use burrow::config::BurrowHome;
-use burrow::llm::{ChatMessage, GenerateRequest, Grammar, LanguageModel, Prompt, SamplingParams};
+use burrow::llm::{ChatMessage, GenerateRequest, Grammar, Prompt, SamplingParams};
 
 #[derive(Args)]
 pub struct ChatArgs {
@@ -99,7 +99,8 @@ pub fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
     }
     sampling.seed = args.seed;
     sampling.validate()?;
-    let (model, _engine) = load_model(home, &args.model)?;
+    let loaded = load_model(home, &args.model)?;
+    let model = loaded.model.clone();
     let mut messages = Vec::new();
     if let Some(s) = &args.system {
         messages.push(ChatMessage::system(s.clone()));
@@ -122,7 +123,7 @@ pub fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
         if args.json {
             let c = generation.complete()?;
             let out = serde_json::json!({
-                "model": model.info().name,
+                "model": model.descriptor().name,
                 "text": c.text,
                 "stop_reason": c.stop_reason,
                 "usage": c.usage,
@@ -148,8 +149,8 @@ pub fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
         .context("cannot install the Ctrl-C handler")?;
         eprintln!(
             "Chatting with {} (context {} tokens). /reset starts over, Ctrl-C stops a reply, /exit or Ctrl-D quits.",
-            model.info().name,
-            model.options().context_size
+            model.descriptor().name,
+            model.descriptor().context_length
         );
     }
     let stdin = std::io::stdin();

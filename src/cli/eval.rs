@@ -130,8 +130,11 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
             ctx: args.ctx,
             threads: args.threads,
             gpu_layers: None,
+            backend: None,
+            backend_model: None,
+            api_key_env: None,
         };
-        let (loaded, _engine) = load_model(home, &model_args)?;
+        let loaded = load_model(home, &model_args)?;
         for &p in &protocols {
             let mut these: Vec<Scored> = Vec::new();
             for q in &questions {
@@ -144,7 +147,7 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
                     task_context: app.task_context()?,
                     ..Default::default()
                 };
-                let s = app.eval_question(&*loaded, config, q, &mut |_| {})?;
+                let s = app.eval_question(&*loaded.model, config, q, &mut |_| {})?;
                 if !args.json {
                     eprintln!("{}", line(&s));
                 }

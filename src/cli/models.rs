@@ -10,12 +10,14 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use burrow::app::models::{self, BackendChoice};
 use burrow::config::BurrowHome;
 use burrow::llm::engine::human_bytes;
 use burrow::llm::library::fetch::{FetchEvent, Fetcher, HttpFetcher, WheelDir};
 use burrow::llm::library::{self, ModelInfo};
 use burrow::llm::llama::MemoryEstimate;
-use burrow::llm::{LlamaEngine, LoadOptions, LoadedModel};
+use burrow::llm::remote::ServerKind;
+use burrow::llm::{LanguageModel, LlamaEngine, LoadOptions, LoadedModel};
 
 #[derive(Subcommand)]
 pub enum ModelsCommand {
@@ -56,6 +58,29 @@ pub enum ModelsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Use models another program serves over the OpenAI API (llama-server, vLLM, Ollama,
+    /// LM Studio): saved by name in $BURROW_HOME/config.json; `-m NAME` then uses it.
+    AddRemote {
+        /// The server's address, e.g. http://192.168.1.20:8080.
+        url: String,
+        /// What to call it (default: the server's host and port).
+        #[arg(long)]
+        name: Option<String>,
+        /// The server's model to use (default: the first it lists).
+        #[arg(long, value_name = "NAME")]
+        model: Option<String>,
+        /// The environment variable holding its API key (only the variable's name is saved).
+        #[arg(long, value_name = "VAR")]
+        api_key_env: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Forget a remote backend added with add-remote.
+    RemoveRemote {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
     /// Convert a sentence-transformers BERT model folder (config.json, tokenizer.json,
     /// model.safetensors) to a GGUF embedding model.
     Convert {
@@ -88,6 +113,17 @@ pub struct ModelArgs {
     /// Layers to offload to the GPU (GPU builds).
     #[arg(long, value_name = "N")]
     pub gpu_layers: Option<u32>,
+    /// Use a model another program serves over the OpenAI API (llama-server, vLLM, Ollama,
+    /// LM Studio) at this address, e.g. http://127.0.0.1:8080, instead of a local file.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["model", "ctx", "threads", "gpu_layers"])]
+    pub backend: Option<String>,
+    /// The backend's model, as its /v1/models lists it (default: the first it lists).
+    #[arg(long, value_name = "NAME", requires = "backend")]
+    pub backend_model: Option<String>,
+    /// The environment variable holding the backend's API key (the key itself is never
+    /// written anywhere).
+    #[arg(long, value_name = "VAR", requires = "backend")]
+    pub api_key_env: Option<String>,
 }
 
 impl ModelArgs {
@@ -113,6 +149,34 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
             wheels,
             json,
         } => models_fetch(home, id.as_deref(), dest.as_deref(), wheels, json),
+        ModelsCommand::AddRemote {
+            url,
+            name,
+            model,
+            api_key_env,
+            json,
+        } => add_remote(
+            home,
+            &url,
+            name.as_deref(),
+            model.as_deref(),
+            api_key_env.as_deref(),
+            json,
+        ),
+        ModelsCommand::RemoveRemote { name, json } => {
+            let removed = models::remove_remote(home, &name)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "removed": removed, "name": name })
+                );
+            } else if removed {
+                println!("{name}: removed");
+            } else {
+                bail!("no remote backend is called {name:?} (see: burrow models list)");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         ModelsCommand::Convert {
             dir,
             out,
@@ -120,6 +184,68 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
             outtype,
         } => super::embed::convert(dir, out, name, &outtype),
     }
+}
+
+/// The remote backends, with whether each answers now (before the files: it is short).
+fn print_remote(remote: &[models::RemoteStatus]) {
+    if remote.is_empty() {
+        return;
+    }
+    println!("{:<20} {:<36} {:<30} STATUS", "REMOTE", "URL", "MODEL");
+    for r in remote {
+        let (model, status) = match (&r.info, &r.problem) {
+            (Some(i), _) => (
+                i.model.clone(),
+                format!("reachable, context {}", i.context_length),
+            ),
+            (None, p) => (
+                r.backend.model.clone().unwrap_or_else(|| "?".into()),
+                format!("unreachable: {}", p.as_deref().unwrap_or("")),
+            ),
+        };
+        println!(
+            "{:<20} {:<36} {:<30} {}",
+            truncate(&r.backend.name, 20),
+            truncate(&r.backend.url, 36),
+            truncate(&model, 30),
+            status
+        );
+    }
+    println!();
+}
+
+fn add_remote(
+    home: &BurrowHome,
+    url: &str,
+    name: Option<&str>,
+    model: Option<&str>,
+    api_key_env: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
+    let backend = models::add_remote(home, url, name, model, api_key_env)?;
+    // Saved either way (the server may be off for now); whether it answers is said.
+    let status = BackendChoice::from(&backend).connect();
+    if json {
+        let mut v = serde_json::to_value(&backend)?;
+        v["reachable"] = serde_json::json!(status.is_ok());
+        match &status {
+            Ok(m) => v["info"] = serde_json::to_value(m.info())?,
+            Err(e) => v["problem"] = serde_json::json!(e.to_string()),
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("added {} ({})", backend.name, backend.url);
+        match &status {
+            Ok(m) => println!(
+                "  reachable: {} (models: {})",
+                m.info().model,
+                m.info().models.join(", ")
+            ),
+            Err(e) => println!("  not reachable now: {e}"),
+        }
+        println!("  use it with: burrow ask -m {} \"...\"", backend.name);
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn discover(home: &BurrowHome) -> Result<library::Discovery> {
@@ -131,10 +257,21 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
     for p in &found.problems {
         eprintln!("warning: skipped {}", p.error);
     }
+    let remote = models::remote_statuses(home)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&found.models)?);
+        // Remote backends follow the files, marked `"remote": true`.
+        let mut list = serde_json::to_value(&found.models)?;
+        if let Some(items) = list.as_array_mut() {
+            for r in &remote {
+                let mut v = serde_json::to_value(r)?;
+                v["remote"] = serde_json::json!(true);
+                items.push(v);
+            }
+        }
+        println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
     }
+    print_remote(&remote);
     if found.models.is_empty() {
         println!("No models found. Fetch the default one with: burrow models fetch");
         return Ok(ExitCode::SUCCESS);
@@ -409,7 +546,62 @@ fn models_fetch(
 }
 
 /// Loads a model, showing progress on a terminal.
-pub fn load_model(home: &BurrowHome, args: &ModelArgs) -> Result<(Arc<LoadedModel>, LlamaEngine)> {
+/// A model ready for requests: loaded here, or reached over HTTP.
+pub struct Model {
+    pub model: Arc<dyn LanguageModel>,
+    /// The engine a local model runs on: kept alive as long as the model is used.
+    _engine: Option<LlamaEngine>,
+}
+
+/// The model the arguments name: a remote backend (`--backend URL`, or `-m` naming one added
+/// with `models add-remote`), else a local file loaded with progress on a terminal. A remote
+/// one is announced on stderr with its address, so every run says where its answers came from.
+pub fn load_model(home: &BurrowHome, args: &ModelArgs) -> Result<Model> {
+    let remote = match (&args.backend, &args.model) {
+        (Some(url), _) => Some(BackendChoice {
+            url: url.clone(),
+            model: args.backend_model.clone(),
+            api_key_env: args.api_key_env.clone(),
+            context_length: None,
+        }),
+        (None, Some(name)) => models::find_remote(home, name)?
+            .as_ref()
+            .map(BackendChoice::from),
+        (None, None) => None,
+    };
+    if let Some(choice) = remote {
+        let model = choice.connect()?;
+        let info = model.info();
+        eprintln!(
+            "using {} at {} ({}, context {} tokens{})",
+            info.model,
+            info.url,
+            match info.kind {
+                ServerKind::LlamaServer => "llama-server",
+                ServerKind::Vllm => "vLLM",
+                ServerKind::OpenAi => "OpenAI-compatible",
+            },
+            info.context_length,
+            if info.context_reported {
+                ""
+            } else {
+                ", assumed"
+            },
+        );
+        return Ok(Model {
+            model: Arc::new(model),
+            _engine: None,
+        });
+    }
+    let (model, engine) = load_local(home, args)?;
+    Ok(Model {
+        model,
+        _engine: Some(engine),
+    })
+}
+
+/// A local GGUF model, loaded with progress on a terminal.
+pub fn load_local(home: &BurrowHome, args: &ModelArgs) -> Result<(Arc<LoadedModel>, LlamaEngine)> {
     let info = find_model(home, args.model.as_deref())?;
     let engine = LlamaEngine::new()?;
     let tty = std::io::stderr().is_terminal();

@@ -505,3 +505,99 @@ mod tests {
         assert!(g.contains("final_answer"));
     }
 }
+
+/// A model measured only through `LanguageModel` (a remote backend, whose engine Burrow does
+/// not drive): a chat turn's time to first token, prompt and decode speed, and decode under a
+/// JSON-schema grammar, each the median over the repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServedBenchReport {
+    pub model: String,
+    pub repetitions: usize,
+    pub prompt_tokens: usize,
+    pub generated_tokens: usize,
+    pub ttft_ms: f64,
+    pub prefill_tokens_per_s: f64,
+    pub decode_tokens_per_s: f64,
+    pub grammar_decode_tokens_per_s: f64,
+    /// The grammar could not be enforced by the server (the figure is free decoding).
+    pub grammar_unconstrained: bool,
+}
+
+/// Runs `repetitions` rounds of a free turn and a grammar-constrained one.
+pub fn run_served_bench(
+    model: &dyn LanguageModel,
+    repetitions: usize,
+) -> Result<ServedBenchReport, LlmError> {
+    let topic = "The workspace holds a search tool, a file reader and a commit log. ".repeat(24);
+    let (mut ttft, mut prefill, mut decode, mut grammar) = (vec![], vec![], vec![], vec![]);
+    let (mut prompt_tokens, mut generated, mut unconstrained) = (0, 0, false);
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "thought": {"type": "string", "maxLength": 200},
+            "tool": {"enum": ["search", "read_file", "final_answer"]},
+            "query": {"type": "string", "maxLength": 80},
+        },
+        "required": ["thought", "tool", "query"],
+    });
+    for round in 0..repetitions.max(1) {
+        // A different first line each round, so no server reuses the last round's prompt.
+        let text = format!("Round {round}. {topic}\nDescribe the workspace in detail.");
+        let free = GenerateRequest::new(Prompt::chat(vec![ChatMessage::user(text.clone())]))
+            .sampling(SamplingParams::greedy())
+            .max_tokens(128)
+            .ignore_eos(true);
+        let c = model.generate(free)?.complete()?;
+        ttft.push(c.usage.time_to_first_token_ms);
+        prefill.push(c.usage.prefill_tokens_per_s());
+        decode.push(c.usage.decode_tokens_per_s());
+        prompt_tokens = c.usage.prompt_tokens;
+        generated = c.usage.generated_tokens;
+        let constrained = GenerateRequest::new(Prompt::chat(vec![ChatMessage::user(format!(
+            "{text}\nAnswer with one JSON step."
+        ))]))
+        .sampling(SamplingParams::greedy())
+        .max_tokens(96)
+        .grammar(Grammar::JsonSchema(schema.clone()));
+        let g = model.generate(constrained)?.complete()?;
+        grammar.push(g.usage.decode_tokens_per_s());
+        unconstrained |= g.usage.unconstrained;
+    }
+    Ok(ServedBenchReport {
+        model: model.descriptor().name,
+        repetitions: repetitions.max(1),
+        prompt_tokens,
+        generated_tokens: generated,
+        ttft_ms: median(ttft),
+        prefill_tokens_per_s: median(prefill),
+        decode_tokens_per_s: median(decode),
+        grammar_decode_tokens_per_s: median(grammar),
+        grammar_unconstrained: unconstrained,
+    })
+}
+
+impl fmt::Display for ServedBenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} (medians of {} rounds)", self.model, self.repetitions)?;
+        writeln!(
+            f,
+            "  chat turn: {} prompt tokens, first token {:.0} ms, prefill {:.1} tok/s",
+            self.prompt_tokens, self.ttft_ms, self.prefill_tokens_per_s
+        )?;
+        writeln!(
+            f,
+            "  decode: {:.1} tok/s ({} tokens)",
+            self.decode_tokens_per_s, self.generated_tokens
+        )?;
+        writeln!(
+            f,
+            "  decode under a JSON-schema grammar: {:.1} tok/s{}",
+            self.grammar_decode_tokens_per_s,
+            if self.grammar_unconstrained {
+                " (not enforced by this server)"
+            } else {
+                ""
+            }
+        )
+    }
+}

@@ -74,13 +74,25 @@ pub enum LlmError {
     Script(String),
     #[error("inference thread failed: {0}")]
     Worker(String),
+    /// A remote backend failed: unreachable, an HTTP error, a stream cut or malformed.
+    #[error("{url}: {reason}")]
+    Remote {
+        url: String,
+        reason: String,
+        /// Whether the same request may succeed later (refused, timed out, 5xx, cut).
+        retryable: bool,
+    },
 }
 
 impl LlmError {
     /// Whether retrying the same request may succeed (a busy or restarting engine), as opposed to
     /// a request that is wrong and will fail again.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, LlmError::Worker(_) | LlmError::ModelUnloaded)
+        match self {
+            LlmError::Worker(_) | LlmError::ModelUnloaded => true,
+            LlmError::Remote { retryable, .. } => *retryable,
+            _ => false,
+        }
     }
 }
 
@@ -327,6 +339,10 @@ pub struct Usage {
     pub prefill_ms: f64,
     pub decode_ms: f64,
     pub time_to_first_token_ms: f64,
+    /// The request had a grammar the engine could not enforce (a remote server that takes
+    /// none of its form): the output was decoded free.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconstrained: bool,
 }
 
 impl Usage {

@@ -14,6 +14,7 @@ pub mod library;
 pub mod llama;
 mod llama_log;
 pub mod memory;
+pub mod remote;
 pub mod stream;
 pub mod template;
 pub mod tokens;

@@ -19,7 +19,7 @@ use serde_json::Value;
 pub use gbnf::validate_gbnf;
 use guidance::offline_factory;
 pub(crate) use guidance::{guidance_factory, strict_json_schema};
-pub use schema::json_schema_to_gbnf;
+pub use schema::{json_schema_to_compact_gbnf, json_schema_to_gbnf};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GrammarError {

@@ -55,12 +55,26 @@ const PRIMITIVES: &[(&str, &str, &[&str])] = &[
 /// `#/definitions/…`), `description`/`title` (ignored). Anything else is an error naming where it
 /// is, so an unsupported schema is never silently loosened.
 pub fn json_schema_to_gbnf(schema: &Value) -> Result<String, GrammarError> {
+    convert(schema, SPACE_RULE)
+}
+
+/// As `json_schema_to_gbnf`, but the JSON is written as `Grammar::JsonSchema` writes it
+/// in-process (llguidance): `", "` and `": "` between items and keys, no other whitespace.
+/// What a remote llama-server gets, so that it can write what the engine here would.
+pub fn json_schema_to_compact_gbnf(schema: &Value) -> Result<String, GrammarError> {
+    let loose = convert(schema, r#""""#)?;
+    Ok(loose
+        .replace(r#""," space"#, r#"", ""#)
+        .replace(r#"":" space"#, r#"": ""#))
+}
+
+fn convert(schema: &Value, space_rule: &str) -> Result<String, GrammarError> {
     let mut conv = Converter {
         root: schema,
         rules: BTreeMap::new(),
         refs_in_progress: BTreeSet::new(),
     };
-    conv.rules.insert("space".into(), SPACE_RULE.into());
+    conv.rules.insert("space".into(), space_rule.into());
     let body = conv.visit(schema, "root", "#")?;
     conv.rules.insert("root".into(), body);
     let mut out = String::new();

@@ -1,0 +1,469 @@
+//! Issue 19: a model served by another program over the OpenAI API. Tested against llama.cpp's
+//! own llama-server (built from the llama.cpp sources on PyPI by scripts/build-llama-server.sh,
+//! which the README's test command runs) serving SmolLM2, beside the same model in-process;
+//! and against tests/remote/fault_server.py for the failures a real server shows only by
+//! accident.
+
+mod common;
+#[path = "common/project.rs"]
+mod project;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use burrow::llm::remote::{ApiKey, RemoteModel, RemoteOptions};
+use burrow::llm::{
+    ChatMessage, GenerateRequest, GenerationEvent, Grammar, LanguageModel, LlmError, Prompt,
+    SamplingParams, StopReason,
+};
+use serde_json::{json, Value};
+
+/// A server process, killed when the test ends.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn llama_server_bin() -> PathBuf {
+    let out = Command::new(root().join("scripts/build-llama-server.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building llama-server failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// llama-server serving SmolLM2 on 127.0.0.1, one slot, ready.
+fn llama_server() -> Server {
+    let port = free_port();
+    let child = Command::new(llama_server_bin())
+        .arg("-m")
+        .arg(common::smollm2())
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["-c", "4096", "-np", "1", "-t", "2", "--no-warmup"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // Loading, it answers 503; before listening, nothing.
+    while RemoteModel::connect(RemoteOptions::new(&server.url)).is_err() {
+        assert!(Instant::now() < deadline, "llama-server did not start");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    server
+}
+
+/// tests/remote/fault_server.py in `mode`.
+fn fault_server(mode: &str) -> Server {
+    let mut child = Command::new("python3")
+        .arg(root().join("tests/remote/fault_server.py"))
+        .arg(mode)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    Server {
+        child,
+        url: format!("http://127.0.0.1:{}", line.trim()),
+    }
+}
+
+fn chat(text: &str) -> GenerateRequest {
+    GenerateRequest::new(Prompt::chat(vec![ChatMessage::user(text)]))
+        .sampling(SamplingParams::greedy())
+}
+
+#[test]
+fn a_turn_through_llama_server_is_the_turn_the_engine_here_writes() {
+    let server = llama_server();
+    let remote = RemoteModel::connect(RemoteOptions::new(format!("{}/v1/", server.url))).unwrap();
+    let (_guard, local) = common::model();
+    assert_eq!(
+        remote.descriptor().context_length,
+        4096,
+        "reported by /props"
+    );
+    assert!(remote.descriptor().name.contains(&server.url));
+
+    // Free, cut at the token budget.
+    let req = || chat("Write a short poem about the sea.").max_tokens(24);
+    let here = local.generate(req()).unwrap().complete().unwrap();
+    let there = remote.generate(req()).unwrap().complete().unwrap();
+    assert_eq!(there.text, here.text);
+    assert_eq!(there.stop_reason, StopReason::MaxTokens);
+    assert_eq!(there.usage.generated_tokens, 24);
+    assert!(there.usage.prompt_tokens > 10, "{:?}", there.usage);
+    assert!(there.usage.time_to_first_token_ms > 0.0);
+
+    // A JSON schema: the same compact JSON as in-process (llguidance here, GBNF there).
+    let schema = json!({
+        "type": "object",
+        "properties": {"colour": {"type": "string", "maxLength": 20}, "count": {"type": "integer"}},
+        "required": ["colour", "count"],
+    });
+    let req = || {
+        chat("Name a colour and a number, as JSON.")
+            .grammar(Grammar::JsonSchema(schema.clone()))
+            .max_tokens(40)
+    };
+    let here = local.generate(req()).unwrap().complete().unwrap();
+    let there = remote.generate(req()).unwrap().complete().unwrap();
+    assert_eq!(there.text, here.text);
+    assert!(!there.usage.unconstrained);
+    let v: Value = serde_json::from_str(&there.text).unwrap();
+    assert!(v["count"].is_i64(), "{v}");
+
+    // A GBNF grammar with a stop string: the text ends before the stop string.
+    let req = || {
+        chat("Say a.")
+            .grammar(Grammar::Gbnf("root ::= \"a\" \"b\"+\n".into()))
+            .stop(["bbb"])
+            .max_tokens(10)
+    };
+    let here = local.generate(req()).unwrap().complete().unwrap();
+    let there = remote.generate(req()).unwrap().complete().unwrap();
+    assert_eq!(there.text, here.text);
+    assert!(
+        there.text.starts_with('a') && !there.text.contains("bbb"),
+        "{:?}",
+        there.text
+    );
+    assert_ne!(there.stop_reason, StopReason::MaxTokens);
+
+    // Counting uses the server's tokenizer: the same counts as the model here.
+    let text = "fn main() { println!(\"<|im_end|> is text here\"); } // ünïcode";
+    assert_eq!(
+        remote.count_tokens(text).unwrap(),
+        local.count_tokens(text).unwrap()
+    );
+}
+
+#[test]
+fn a_cancelled_generation_frees_the_server_at_once() {
+    let server = llama_server();
+    let remote = RemoteModel::connect(RemoteOptions::new(&server.url)).unwrap();
+    let _guard = common::exclusive();
+    // 3,000 tokens would keep the one slot busy for half a minute.
+    let mut long = remote
+        .generate(
+            chat("Count to ten thousand.")
+                .max_tokens(3000)
+                .ignore_eos(true),
+        )
+        .unwrap();
+    match long.blocking_next() {
+        Some(GenerationEvent::Token(_)) => {}
+        other => panic!("expected a token, got {other:?}"),
+    }
+    long.cancel();
+    let mut stop = None;
+    while let Some(ev) = long.blocking_next() {
+        if let GenerationEvent::Done(s) = ev {
+            stop = Some(s);
+        }
+    }
+    assert_eq!(stop, Some(StopReason::Cancelled));
+    // The dropped request stopped the server's generation: the next one is not queued
+    // behind 3,000 tokens.
+    let started = Instant::now();
+    let next = remote
+        .generate(chat("Say hi.").max_tokens(4))
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert_eq!(next.usage.generated_tokens, 4);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the next request waited {:?}: the cancelled one was still running",
+        started.elapsed()
+    );
+}
+
+/// A home with one small repository indexed.
+fn home_with_repo(dir: &Path) -> PathBuf {
+    let repo = project::project(dir);
+    let home = dir.join("home");
+    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["workspace", "add"])
+        .arg(&repo)
+        .env("BURROW_HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    home
+}
+
+fn burrow(home: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(args)
+        .env("BURROW_HOME", home)
+        .env_remove("BURROW_LOG")
+        .output()
+        .unwrap()
+}
+
+fn steps_of(out: &std::process::Output) -> Vec<Value> {
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["steps"].as_array().unwrap().clone()
+}
+
+#[test]
+fn an_agent_run_through_llama_server_answers_as_in_process_and_names_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with_repo(dir.path());
+    let server = llama_server();
+    let _guard = common::exclusive();
+    let task = "Which function parses the wallet file?";
+    let smol = common::smollm2();
+    let here = burrow(
+        &home,
+        &[
+            "ask",
+            "-m",
+            smol.to_str().unwrap(),
+            "--max-steps",
+            "3",
+            "--json",
+            task,
+        ],
+    );
+    let there = burrow(
+        &home,
+        &[
+            "ask",
+            "--backend",
+            &server.url,
+            "--max-steps",
+            "3",
+            "--json",
+            task,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&there.stderr);
+    assert!(
+        stderr.contains(&server.url) && stderr.contains("llama-server"),
+        "the run says where its model is: {stderr}"
+    );
+    let (here, there) = (steps_of(&here), steps_of(&there));
+    assert_eq!(there.len(), here.len());
+    // Burrow's own steps (the search with the task, the opening of its best match) are the
+    // same; the model's answer cites what it cites in-process. Its text can differ: the
+    // thought's `pattern` and the answer's bounds are not said to the server (see
+    // `remote::without_patterns`), and the two llama.cpp builds differ in version.
+    for i in 0..2 {
+        assert_eq!(here[i]["output"], there[i]["output"], "step {i}");
+    }
+    let last = there.last().unwrap();
+    assert_eq!(last["citations"], here.last().unwrap()["citations"]);
+    let step: Value = serde_json::from_str(last["output"].as_str().unwrap()).unwrap();
+    assert_eq!(step["type"], "final", "{step}");
+    // The run is kept with the server's address as its model.
+    let runs = burrow(&home, &["runs", "list", "--json"]);
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let models: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["model"].as_str())
+        .collect();
+    assert!(models.iter().any(|m| m.contains(&server.url)), "{models:?}");
+}
+
+fn expect_remote_error(e: LlmError, says: &str, retryable: bool) {
+    let msg = e.to_string();
+    assert!(msg.contains(says), "{msg:?} should say {says:?}");
+    assert_eq!(e.is_retryable(), retryable, "{msg}");
+}
+
+fn run_to_error(model: &RemoteModel) -> (String, LlmError) {
+    let mut g = model.generate(chat("hi")).unwrap();
+    let mut text = String::new();
+    while let Some(ev) = g.blocking_next() {
+        match ev {
+            GenerationEvent::Token(t) => text.push_str(&t),
+            GenerationEvent::Error(e) => return (text, e),
+            GenerationEvent::Done(s) => panic!("ended {s:?} after {text:?}, expected an error"),
+            GenerationEvent::Usage(_) => {}
+        }
+    }
+    panic!("no final event")
+}
+
+#[test]
+fn a_failing_server_gives_a_clear_error_and_never_a_hang() {
+    // Nothing listening.
+    let port = free_port();
+    let e =
+        RemoteModel::connect(RemoteOptions::new(format!("http://127.0.0.1:{port}"))).unwrap_err();
+    expect_remote_error(e, "cannot connect", true);
+
+    // A model the server does not have: the ones it has are named.
+    let s = fault_server("cut");
+    let mut o = RemoteOptions::new(&s.url);
+    o.model = Some("gpt-9".into());
+    match RemoteModel::connect(o) {
+        Err(LlmError::ModelNotFound { available, .. }) => assert_eq!(available, ["fault-model"]),
+        other => panic!("{other:?}"),
+    }
+
+    // Cut mid-stream: what came is kept, the error says the stream ended early.
+    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
+    let (text, e) = run_to_error(&m);
+    assert_eq!(text, "Hello");
+    expect_remote_error(e, "closed the stream before the reply was complete", true);
+
+    let s = fault_server("malformed");
+    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
+    let (_, e) = run_to_error(&m);
+    expect_remote_error(e, "malformed event in the stream", false);
+
+    let s = fault_server("error-event");
+    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
+    let (_, e) = run_to_error(&m);
+    expect_remote_error(e, "out of memory on the GPU", false);
+
+    // A refused key: the server's message and a hint, never the key.
+    let s = fault_server("unauthorized");
+    let mut o = RemoteOptions::new(&s.url);
+    o.api_key = Some(ApiKey::new("sk-do-not-print-me"));
+    let m = RemoteModel::connect(o).unwrap();
+    let (_, e) = run_to_error(&m);
+    assert!(!e.to_string().contains("do-not-print-me"));
+    assert!(!format!("{e:?} {m:?}").contains("do-not-print-me"));
+    expect_remote_error(e, "Invalid API key", false);
+
+    // Busy while loading (503), then fine: retried, and the reply is whole.
+    let s = fault_server("busy-then-ok");
+    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
+    let c = m.generate(chat("hi")).unwrap().complete().unwrap();
+    assert_eq!(c.text, "Hello world");
+    assert_eq!(c.usage.generated_tokens, 2);
+
+    // Silent: the idle timeout ends it, after the retries.
+    let s = fault_server("silent");
+    let mut o = RemoteOptions::new(&s.url);
+    o.idle_timeout = Duration::from_millis(300);
+    let m = RemoteModel::connect(o).unwrap();
+    let (_, e) = run_to_error(&m);
+    expect_remote_error(e, "no answer within", true);
+}
+
+#[test]
+fn a_remote_backend_is_added_by_name_listed_used_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let s = fault_server("busy-then-ok");
+    let add = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args([
+            "models",
+            "add-remote",
+            &s.url,
+            "--name",
+            "gpu-box",
+            "--api-key-env",
+            "GPU_KEY",
+        ])
+        .env("BURROW_HOME", &home)
+        .env("GPU_KEY", "sk-never-saved")
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    let config = std::fs::read_to_string(home.join("config.json")).unwrap();
+    assert!(
+        config.contains("GPU_KEY") && !config.contains("sk-never-saved"),
+        "{config}"
+    );
+
+    let list = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["models", "list", "--json"])
+        .env("BURROW_HOME", &home)
+        .env("GPU_KEY", "sk-never-saved")
+        .output()
+        .unwrap();
+    let list: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let entry = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "gpu-box")
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(entry["remote"], true);
+    assert_eq!(entry["reachable"], true);
+    assert_eq!(entry["info"]["model"], "fault-model");
+
+    // Without its key's variable set, it says which variable.
+    let out = burrow(&home, &["chat", "-m", "gpu-box", "hi", "--json"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GPU_KEY"));
+
+    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["chat", "-m", "gpu-box", "hi", "--json"])
+        .env("BURROW_HOME", &home)
+        .env("GPU_KEY", "sk-never-saved")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reply: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(reply["text"], "Hello world");
+    assert!(reply["model"].as_str().unwrap().contains(&s.url));
+
+    let out = burrow(&home, &["models", "remove-remote", "gpu-box"]);
+    assert!(out.status.success());
+    let config = std::fs::read_to_string(home.join("config.json")).unwrap();
+    assert!(!config.contains("gpu-box"), "{config}");
+    let out = burrow(&home, &["models", "remove-remote", "gpu-box"]);
+    assert!(
+        !out.status.success(),
+        "removing it twice says it is not there"
+    );
+}
