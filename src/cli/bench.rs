@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 
-use super::models::{find_model, load_model, ModelArgs};
+use super::models::{find_model, load_model, remote_choice, ModelArgs};
 use burrow::agent::bench::bench_agent;
 use burrow::agent::record::RunStatus;
 use burrow::agent::AgentConfig;
@@ -62,12 +62,7 @@ pub fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
             args.json,
         );
     }
-    let remote = args.model.backend.is_some()
-        || match args.model.model.as_deref() {
-            Some(name) => burrow::app::models::find_remote(home, name)?.is_some(),
-            None => false,
-        };
-    if remote {
+    if remote_choice(home, &args.model)?.is_some() {
         // A server's engine is not Burrow's to drive: measured through the model interface.
         let model = load_model(home, &args.model)?;
         let report = run_served_bench(&*model.model, args.repetitions)?;

@@ -557,19 +557,7 @@ pub struct Model {
 /// with `models add-remote`), else a local file loaded with progress on a terminal. A remote
 /// one is announced on stderr with its address, so every run says where its answers came from.
 pub fn load_model(home: &BurrowHome, args: &ModelArgs) -> Result<Model> {
-    let remote = match (&args.backend, &args.model) {
-        (Some(url), _) => Some(BackendChoice {
-            url: url.clone(),
-            model: args.backend_model.clone(),
-            api_key_env: args.api_key_env.clone(),
-            context_length: None,
-        }),
-        (None, Some(name)) => models::find_remote(home, name)?
-            .as_ref()
-            .map(BackendChoice::from),
-        (None, None) => None,
-    };
-    if let Some(choice) = remote {
+    if let Some(choice) = remote_choice(home, args)? {
         let model = choice.connect()?;
         let info = model.info();
         eprintln!(
@@ -597,6 +585,23 @@ pub fn load_model(home: &BurrowHome, args: &ModelArgs) -> Result<Model> {
     Ok(Model {
         model,
         _engine: Some(engine),
+    })
+}
+
+/// The remote backend the arguments name, if they name one: `--backend URL`, or `-m` with the
+/// name of one added with `models add-remote`.
+pub fn remote_choice(home: &BurrowHome, args: &ModelArgs) -> Result<Option<BackendChoice>> {
+    Ok(match (&args.backend, &args.model) {
+        (Some(url), _) => Some(BackendChoice {
+            url: url.clone(),
+            model: args.backend_model.clone(),
+            api_key_env: args.api_key_env.clone(),
+            context_length: None,
+        }),
+        (None, Some(name)) => models::find_remote(home, name)?
+            .as_ref()
+            .map(BackendChoice::from),
+        (None, None) => None,
     })
 }
 

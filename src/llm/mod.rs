@@ -27,3 +27,15 @@ pub use engine::{
 pub use grammar::Grammar;
 pub use llama::{LlamaEngine, LoadEvent, LoadOptions, LoadState, LoadedModel};
 pub use template::{ChatMessage, ChatTemplate};
+
+/// `msg` followed by the causes of `e`, each after ": ", for errors whose `Display` leaves
+/// their sources out (minijinja's, reqwest's).
+pub(crate) fn with_causes(mut msg: String, e: &dyn std::error::Error) -> String {
+    let mut source = e.source();
+    while let Some(s) = source {
+        msg.push_str(": ");
+        msg.push_str(&s.to_string());
+        source = s.source();
+    }
+    msg
+}

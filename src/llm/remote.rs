@@ -122,10 +122,59 @@ pub struct RemoteModel {
 }
 
 struct Inner {
-    client: reqwest::Client,
+    server: Server,
     info: RemoteInfo,
-    key: Option<ApiKey>,
     idle_timeout: Duration,
+}
+
+/// The server's address and how to reach it: every request to it goes out through `request`,
+/// which adds the key.
+struct Server {
+    client: reqwest::Client,
+    root: String,
+    key: Option<ApiKey>,
+}
+
+impl Server {
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let req = self.client.request(method, format!("{}{path}", self.root));
+        match &self.key {
+            Some(k) => req.bearer_auth(&k.0),
+            None => req,
+        }
+    }
+
+    /// A short exchange (not a generation): the answer's JSON, or an error naming the server.
+    async fn json(&self, req: reqwest::RequestBuilder, path: &str) -> Result<Value, LlmError> {
+        let root = &self.root;
+        let resp = req
+            .timeout(CONNECT_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| transport_err(root, &e))?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| transport_err(root, &e))?;
+        if !status.is_success() {
+            return Err(status_err(root, status, &text));
+        }
+        serde_json::from_str(&text).map_err(|e| {
+            remote_err(
+                root,
+                format!("{path} is not JSON ({e}): {}", quote(&text)),
+                false,
+            )
+        })
+    }
+
+    async fn get(&self, path: &str) -> Result<Value, LlmError> {
+        self.json(self.request(reqwest::Method::GET, path), path)
+            .await
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> Result<Value, LlmError> {
+        self.json(self.request(reqwest::Method::POST, path).json(body), path)
+            .await
+    }
 }
 
 impl std::fmt::Debug for RemoteModel {
@@ -189,14 +238,7 @@ fn transport_err(url: &str, e: &reqwest::Error) -> LlmError {
         "the server closed the connection mid-response".to_string()
     } else {
         // reqwest's message names the URL (ours, without the key) and the cause.
-        let mut msg = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            msg.push_str(": ");
-            msg.push_str(&s.to_string());
-            source = s.source();
-        }
-        msg
+        super::with_causes(e.to_string(), e)
     };
     remote_err(url, reason, true)
 }
@@ -256,13 +298,16 @@ impl RemoteModel {
             .no_proxy()
             .build()
             .map_err(|e| remote_err(&root, format!("cannot build the HTTP client: {e}"), false))?;
-        let key = options.api_key.clone();
-        let info = runtime.block_on(probe(&client, &root, key.as_ref(), &options))?;
+        let server = Server {
+            client,
+            root,
+            key: options.api_key.clone(),
+        };
+        let info = runtime.block_on(probe(&server, &options))?;
         Ok(RemoteModel {
             inner: Arc::new(Inner {
-                client,
+                server,
                 info,
-                key,
                 idle_timeout: options.idle_timeout,
             }),
             runtime: Some(runtime),
@@ -533,39 +578,9 @@ pub fn defang(text: &str) -> String {
     out
 }
 
-async fn get_json(
-    client: &reqwest::Client,
-    root: &str,
-    path: &str,
-    key: Option<&ApiKey>,
-) -> Result<Value, LlmError> {
-    let url = format!("{root}{path}");
-    let mut req = client.get(&url).timeout(CONNECT_TIMEOUT);
-    if let Some(k) = key {
-        req = req.bearer_auth(&k.0);
-    }
-    let resp = req.send().await.map_err(|e| transport_err(root, &e))?;
-    let status = resp.status();
-    let text = resp.text().await.map_err(|e| transport_err(root, &e))?;
-    if !status.is_success() {
-        return Err(status_err(root, status, &text));
-    }
-    serde_json::from_str(&text).map_err(|e| {
-        remote_err(
-            root,
-            format!("{path} is not JSON ({e}): {}", quote(&text)),
-            false,
-        )
-    })
-}
-
-async fn probe(
-    client: &reqwest::Client,
-    root: &str,
-    key: Option<&ApiKey>,
-    options: &RemoteOptions,
-) -> Result<RemoteInfo, LlmError> {
-    let listed = get_json(client, root, "/v1/models", key).await?;
+async fn probe(server: &Server, options: &RemoteOptions) -> Result<RemoteInfo, LlmError> {
+    let root = server.root.as_str();
+    let listed = server.get("/v1/models").await?;
     let data = listed
         .get("data")
         .and_then(Value::as_array)
@@ -604,7 +619,7 @@ async fn probe(
         .and_then(Value::as_str)
         == Some("vllm");
     // llama-server describes itself at /props; other servers answer 404 there.
-    let props = get_json(client, root, "/props", key).await.ok();
+    let props = server.get("/props").await.ok();
     let n_ctx = props.as_ref().and_then(|p| {
         p.pointer("/default_generation_settings/n_ctx")
             .or_else(|| p.get("n_ctx"))
@@ -772,14 +787,11 @@ impl Inner {
         progress: &mut Progress,
     ) -> Result<(), StreamEnd> {
         let root = &self.info.url;
-        let mut req = self
-            .client
-            .post(format!("{root}{endpoint}"))
+        let req = self
+            .server
+            .request(reqwest::Method::POST, endpoint)
             .header("Accept", "text/event-stream")
             .json(body);
-        if let Some(k) = &self.key {
-            req = req.bearer_auth(&k.0);
-        }
         let mut resp = tokio::select! {
             r = req.send() => r.map_err(|e| StreamEnd::Failed(transport_err(root, &e)))?,
             _ = cancelled(sink) => return Err(StreamEnd::Cancelled),
@@ -1006,25 +1018,15 @@ impl LanguageModel for RemoteModel {
         let inner = self.inner.clone();
         let text = text.to_string();
         self.block_on(async move {
-            let root = &inner.info.url;
-            let mut req = inner
-                .client
-                .post(format!("{root}/tokenize"))
-                .timeout(CONNECT_TIMEOUT)
-                .json(&json!({"content": text, "add_special": false, "parse_special": false}));
-            if let Some(k) = &inner.key {
-                req = req.bearer_auth(&k.0);
-            }
-            let resp = req.send().await.map_err(|e| transport_err(root, &e))?;
-            let status = resp.status();
-            let body = resp.text().await.map_err(|e| transport_err(root, &e))?;
-            if !status.is_success() {
-                return Err(status_err(root, status, &body));
-            }
-            serde_json::from_str::<Value>(&body)
-                .ok()
-                .and_then(|v| v.get("tokens").and_then(Value::as_array).map(Vec::len))
-                .ok_or_else(|| remote_err(root, format!("/tokenize gave {}", quote(&body)), false))
+            let body = json!({"content": text, "add_special": false, "parse_special": false});
+            let v = inner.server.post("/tokenize", &body).await?;
+            v.get("tokens")
+                .and_then(Value::as_array)
+                .map(Vec::len)
+                .ok_or_else(|| {
+                    let got = quote(&v.to_string());
+                    remote_err(&inner.info.url, format!("/tokenize gave {got}"), false)
+                })
         })?
     }
 
@@ -1042,17 +1044,7 @@ impl LanguageModel for RemoteModel {
                 body["tools"] = Value::Array(t.to_vec());
             }
             let rendered = self.block_on(async move {
-                let root = &inner.info.url;
-                let mut req = inner
-                    .client
-                    .post(format!("{root}/apply-template"))
-                    .timeout(CONNECT_TIMEOUT)
-                    .json(&body);
-                if let Some(k) = &inner.key {
-                    req = req.bearer_auth(&k.0);
-                }
-                let resp = req.send().await.ok()?;
-                let v: Value = resp.json().await.ok()?;
+                let v = inner.server.post("/apply-template", &body).await.ok()?;
                 v.get("prompt").and_then(Value::as_str).map(str::to_string)
             })?;
             if let Some(prompt) = rendered {
@@ -1075,11 +1067,6 @@ impl LanguageModel for RemoteModel {
         out.push_str("<|im_start|>assistant\n");
         Ok(out)
     }
-}
-
-/// Whether a server answers at `url` (its model list, within a few seconds): for the model list.
-pub fn reachable(options: &RemoteOptions) -> Result<RemoteInfo, LlmError> {
-    RemoteModel::connect(options.clone()).map(|m| m.info().clone())
 }
 
 #[cfg(test)]

@@ -101,3 +101,18 @@ pub fn output_within(
     }
     child.wait_with_output().expect("the command's output")
 }
+
+/// Indexes `repo` into the home at `home` with `burrow workspace add`, as a user would.
+pub fn workspace_add(home: &Path, repo: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["workspace", "add"])
+        .arg(repo)
+        .env("BURROW_HOME", home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -275,17 +275,11 @@ fn classify(e: Error) -> TemplateError {
 
 /// The error and its causes on one line (minijinja's `Display` omits the chain).
 fn error_message(e: &Error) -> String {
-    let mut msg = match e.detail() {
+    let msg = match e.detail() {
         Some(detail) => format!("{}: {detail}", e.kind()),
         None => e.kind().to_string(),
     };
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
+    crate::llm::with_causes(msg, e)
 }
 
 #[cfg(test)]
