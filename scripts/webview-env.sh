@@ -8,7 +8,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --quiet -p burrow-app
 # Software rendering: Xvfb has no GPU, and WebKit's DMA-BUF renderer fails without one.
 export WEBKIT_DISABLE_DMABUF_RENDERER=1 LIBGL_ALWAYS_SOFTWARE=1
-export BURROW_APP="$PWD/target/debug/burrow-app"
+# Where cargo put it: the target directory may be outside the clone (CI shares one).
+export BURROW_APP="$(realpath -m "${CARGO_TARGET_DIR:-target}")/debug/burrow-app"
 
 run_in_webview() {
   xvfb-run --auto-servernum --server-args="-screen 0 1280x900x24" node "$@"
