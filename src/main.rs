@@ -61,6 +61,9 @@ enum Command {
     /// Serve the workspace tools to other agents over MCP (stdio): the same tools, names and
     /// arguments as `burrow tool --list`, read-only.
     Mcp(cli::mcp::McpArgs),
+    /// Serve the model over an OpenAI-compatible API (/v1/chat/completions, /v1/completions,
+    /// /v1/embeddings, /v1/models) on this machine, for other tools and clients.
+    Serve(cli::serve::ServeArgs),
     /// The agent's runs, kept with every step.
     Runs {
         #[command(subcommand)]
@@ -106,6 +109,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Ask(args) => cli::ask::ask(&home, args),
         Command::Eval(args) => cli::eval::eval(&home, args),
         Command::Embed(args) => cli::embed::embed(&home, args),
+        Command::Serve(args) => cli::serve::serve(&home, args),
         Command::Mcp(args) => cli::mcp::mcp(&home, args),
     }
 }

@@ -39,6 +39,7 @@ fn status(name: &str) -> ModelStatus {
         memory_bytes: 1 << 20,
         load_ms: 1.0,
         fallback_template: false,
+        remote: None,
     }
 }
 

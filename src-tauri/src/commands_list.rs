@@ -22,4 +22,10 @@ pub const COMMANDS: &[&str] = &[
     "open_item",
     "get_settings",
     "set_settings",
+    "list_remotes",
+    "add_remote",
+    "remove_remote",
+    "serve_status",
+    "start_serving",
+    "stop_serving",
 ];

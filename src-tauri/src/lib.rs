@@ -12,7 +12,10 @@ use std::sync::Arc;
 use burrow::agent::protocol::PROTOCOLS;
 use burrow::agent::record::RunRecord;
 use burrow::agent::RunOutcome;
-use burrow::app::{App, AppError, AppEvent, CatalogueModel, ModelStatus, RunTask, Settings};
+use burrow::app::models::RemoteStatus;
+use burrow::app::{
+    App, AppError, AppEvent, CatalogueModel, ModelStatus, RunTask, ServeStatus, Settings,
+};
 use burrow::llm::library::fetch::Fetched;
 use burrow::llm::library::Discovery;
 use burrow::tools::Locator;
@@ -77,6 +80,7 @@ impl From<AppError> for CommandError {
             AppError::EmptyTask => "empty_task",
             AppError::Open { .. } => "open",
             AppError::FetchInProgress(_) => "fetch_in_progress",
+            AppError::Serve(_) | AppError::NotServing | AppError::OwnServer(_) => "serve",
         };
         CommandError {
             kind,
@@ -157,16 +161,21 @@ async fn startup(shell: State<'_, Shell>, on_event: Channel<AppEvent>) -> Comman
     let Startup { workspace, model } = shell.startup.clone();
     let events = on_event.clone();
     blocking(&shell.app, move |app| {
-        // Failures are reported as IndexFailed / LoadFailed events; the other job goes on.
+        // Failures are reported as IndexFailed / LoadFailed / ServeFailed events; the other
+        // jobs go on.
         std::thread::scope(|s| {
             if let Some(dir) = &workspace {
                 let mut send = forward(on_event.clone());
                 s.spawn(move || app.ensure_repository(dir, &mut send).ok());
             }
-            if let Some(query) = &model {
-                let mut send = forward(on_event.clone());
-                s.spawn(move || app.load_model(query.as_deref(), &mut send).ok());
-            }
+            let mut send = forward(on_event.clone());
+            s.spawn(move || {
+                if let Some(query) = &model {
+                    app.load_model(query.as_deref(), &mut send).ok();
+                }
+                // After the model: the server starts with it.
+                app.serve_as_set(&mut send);
+            });
         });
         Ok(())
     })
@@ -351,6 +360,54 @@ async fn set_settings(shell: State<'_, Shell>, settings: Settings) -> CommandRes
     .await
 }
 
+/// The remote backends in the config, each probed now (an unreachable one costs its connect
+/// timeout).
+#[tauri::command]
+async fn list_remotes(shell: State<'_, Shell>) -> CommandResult<Vec<RemoteStatus>> {
+    blocking(&shell.app, |app| app.remotes()).await
+}
+
+/// Adds a model served elsewhere (an OpenAI-compatible server) by name, and probes it.
+#[tauri::command]
+async fn add_remote(
+    shell: State<'_, Shell>,
+    url: String,
+    name: Option<String>,
+    model: Option<String>,
+    api_key_env: Option<String>,
+) -> CommandResult<RemoteStatus> {
+    blocking(&shell.app, move |app| {
+        app.add_remote(
+            &url,
+            name.as_deref(),
+            model.as_deref(),
+            api_key_env.as_deref(),
+        )
+    })
+    .await
+}
+
+#[tauri::command]
+async fn remove_remote(shell: State<'_, Shell>, name: String) -> CommandResult<bool> {
+    blocking(&shell.app, move |app| app.remove_remote(&name)).await
+}
+
+#[tauri::command]
+fn serve_status(shell: State<'_, Shell>) -> Option<ServeStatus> {
+    shell.app.serve_status()
+}
+
+/// Serves the model in use over the OpenAI API on 127.0.0.1:`port`.
+#[tauri::command]
+async fn start_serving(shell: State<'_, Shell>, port: u16) -> CommandResult<ServeStatus> {
+    blocking(&shell.app, move |app| app.start_serving(port)).await
+}
+
+#[tauri::command]
+async fn stop_serving(shell: State<'_, Shell>) -> CommandResult<bool> {
+    blocking(&shell.app, |app| app.stop_serving()).await
+}
+
 /// Registers the shell's state, plugin and commands on a builder (the real runtime's, or the
 /// mock one in tests).
 pub fn builder<R: Runtime>(builder: tauri::Builder<R>, shell: Shell) -> tauri::Builder<R> {
@@ -379,5 +436,11 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, shell: Shell) -> tauri::B
             open_item,
             get_settings,
             set_settings,
+            list_remotes,
+            add_remote,
+            remove_remote,
+            serve_status,
+            start_serving,
+            stop_serving,
         ])
 }

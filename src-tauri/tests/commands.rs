@@ -113,6 +113,7 @@ impl Fixture {
             memory_bytes: 1 << 20,
             load_ms: 1.0,
             fallback_template: false,
+            remote: None,
         };
         self.app
             .state::<Shell>()
@@ -612,4 +613,213 @@ fn the_catalogue_is_listed_and_a_fetch_failure_reaches_the_page() {
             .contains("smollm2-135m-instruct-q4_1"),
         "{failed}"
     );
+}
+
+/// A GET over plain HTTP/1.1 (the test needs no HTTP client for one request).
+fn http_get(base: &str, path: &str) -> std::io::Result<(u16, Value)> {
+    use std::io::{Read, Write};
+    let host = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut stream = std::net::TcpStream::connect(&host)?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply)?;
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Ok((status, serde_json::from_str(body).unwrap()))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Issue 19: from the Models screen, a model served elsewhere is added (and probed), used,
+/// and removed; and the model in use, remote or not, is served over the OpenAI API by a
+/// switch, which the settings remember.
+#[test]
+fn remote_models_are_added_used_and_served_from_the_app() {
+    use burrow::app::serve::{self, ServeOptions, Server};
+    let f = fixture();
+    // The remote server: Burrow's own, over a scripted model.
+    let elsewhere = Arc::new(Server::new(
+        Some(Arc::new(FakeModel::new([]).with_context_length(2048))),
+        ServeOptions::default(),
+    ));
+    let remote = serve::start("127.0.0.1", 0, elsewhere).unwrap();
+    let url = format!("http://{}", remote.addr());
+    let added = f
+        .invoke(
+            "add_remote",
+            json!({"url": url, "name": "box", "model": null, "apiKeyEnv": null}),
+        )
+        .unwrap();
+    assert_eq!(added["reachable"], true, "{added}");
+    assert_eq!(added["info"]["model"], "fake");
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let unreachable = f
+        .invoke(
+            "add_remote",
+            json!({"url": dead, "name": "off", "model": null, "apiKeyEnv": null}),
+        )
+        .unwrap();
+    assert_eq!(unreachable["reachable"], false);
+    assert!(
+        unreachable["problem"]
+            .as_str()
+            .unwrap()
+            .contains(&dead[7..]),
+        "{unreachable}"
+    );
+    let err = f
+        .invoke(
+            "add_remote",
+            json!({"url": "not a url", "name": null, "model": null, "apiKeyEnv": null}),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("not a url"),
+        "{err}"
+    );
+    let listed = f.invoke("list_remotes", json!({})).unwrap();
+    let reach: Vec<(String, bool)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["reachable"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reach,
+        [("box".to_string(), true), ("off".to_string(), false)]
+    );
+
+    // Used as the model: the status says where it is.
+    let status = f
+        .invoke(
+            "load_model",
+            json!({"query": "box", "onEvent": "__CHANNEL__:70"}),
+        )
+        .unwrap();
+    assert_eq!(status["remote"]["backend"], "box");
+    assert_eq!(status["context_size"], 2048);
+    assert_eq!(f.events(70).last().unwrap()["kind"], "loaded");
+    // One that does not answer fails clearly, and the one in use stays.
+    let err = f
+        .invoke(
+            "load_model",
+            json!({"query": "off", "onEvent": "__CHANNEL__:71"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "model");
+    assert_eq!(f.events(71).last().unwrap()["kind"], "load_failed");
+    assert_eq!(
+        f.invoke("model_status", json!({})).unwrap()["remote"]["backend"],
+        "box"
+    );
+
+    // Served from here, over the OpenAI API.
+    assert_eq!(f.invoke("serve_status", json!({})).unwrap(), Value::Null);
+    let port = free_port();
+    let serving = f.invoke("start_serving", json!({"port": port})).unwrap();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    assert_eq!(serving["url"], base);
+    assert_eq!(serving["model"], "fake");
+    let (code, models) = http_get(&base, "/v1/models").unwrap();
+    assert_eq!(code, 200);
+    assert_eq!(models["data"][0]["id"], "fake");
+    assert_eq!(models["data"][0]["context_length"], 2048);
+    // The app's own server as the model in use would wait on itself for ever: refused.
+    f.invoke(
+        "add_remote",
+        json!({"url": base, "name": "self", "model": null, "apiKeyEnv": null}),
+    )
+    .unwrap();
+    let err = f
+        .invoke(
+            "load_model",
+            json!({"query": "self", "onEvent": "__CHANNEL__:73"}),
+        )
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("own server"),
+        "{err}"
+    );
+    assert_eq!(
+        f.invoke("serve_status", json!({})).unwrap()["model"],
+        "fake"
+    );
+    assert_eq!(
+        f.invoke("get_settings", json!({})).unwrap()["serve"],
+        json!({"enabled": true, "port": port, "api_key_env": ""})
+    );
+    // The server follows the model in use: unloaded, it says so.
+    f.invoke("unload_model", json!({})).unwrap();
+    let (code, models) = http_get(&base, "/v1/models").unwrap();
+    assert_eq!((code, models["data"].clone()), (200, json!([])));
+    assert_eq!(
+        f.invoke("serve_status", json!({})).unwrap()["model"],
+        Value::Null
+    );
+
+    assert_eq!(f.invoke("stop_serving", json!({})).unwrap(), true);
+    assert!(http_get(&base, "/v1/models").is_err(), "nothing listens");
+    assert_eq!(
+        f.invoke("get_settings", json!({})).unwrap()["serve"]["enabled"],
+        false
+    );
+    assert_eq!(
+        f.invoke("remove_remote", json!({"name": "off"})).unwrap(),
+        true
+    );
+    assert_eq!(
+        f.invoke("remove_remote", json!({"name": "off"})).unwrap(),
+        false
+    );
+    drop(remote);
+}
+
+/// Serving as the settings say when the app opens: a port already taken is an error the page
+/// is told, and the app goes on.
+#[test]
+fn serving_at_start_on_a_taken_port_is_reported_and_nothing_else_fails() {
+    let f = fixture();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut settings = f.invoke("get_settings", json!({})).unwrap();
+    settings["serve"] = json!({"enabled": true, "port": port, "api_key_env": ""});
+    f.invoke("set_settings", json!({"settings": settings}))
+        .unwrap();
+    assert_eq!(
+        f.invoke("startup", json!({"onEvent": "__CHANNEL__:72"}))
+            .unwrap(),
+        true
+    );
+    let failed = f
+        .events(72)
+        .into_iter()
+        .find(|e| e["kind"] == "serve_failed")
+        .expect("a serve_failed event");
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("127.0.0.1:{port}")),
+        "{failed}"
+    );
+    assert_eq!(f.invoke("serve_status", json!({})).unwrap(), Value::Null);
 }

@@ -9,6 +9,7 @@ pub mod eval_search;
 pub mod mcp;
 pub mod meaning;
 pub mod models;
+pub mod serve;
 pub mod settings;
 
 use std::collections::HashSet;
@@ -26,6 +27,7 @@ use crate::llm::engine::CancelToken;
 use crate::llm::library::fetch::{FetchEvent, Fetched, Fetcher, HttpFetcher};
 use crate::llm::library::{Catalogue, Discovery, ModelInfo};
 use crate::llm::llama::{LlamaEngine, LoadedModel};
+use crate::llm::remote::RemoteInfo;
 use crate::llm::{LanguageModel, LlmError};
 use crate::tools::{Locator, RegistryError, ToolRegistry};
 use crate::workspace::{
@@ -34,7 +36,7 @@ use crate::workspace::{
 };
 
 pub use models::ModelsError;
-pub use settings::{Settings, SettingsError};
+pub use settings::{ServeSettings, Settings, SettingsError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -64,6 +66,14 @@ pub enum AppError {
     FetchInProgress(String),
     #[error("{0}")]
     Embedding(String),
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
+    #[error("the model is not being served")]
+    NotServing,
+    #[error(
+        "{0} is this app's own server, which serves the model in use: it cannot also be that model"
+    )]
+    OwnServer(String),
 }
 
 /// Lines shown before a linked line, so it is seen in context.
@@ -150,6 +160,11 @@ pub enum AppEvent {
         model: String,
         message: String,
     },
+    /// Serving the model over the OpenAI API, as the settings ask when the app opens, failed
+    /// (the port is taken, the key's variable is not set).
+    ServeFailed {
+        message: String,
+    },
 }
 
 /// A model of the catalogue, as the Models screen offers it for download.
@@ -184,6 +199,28 @@ pub struct ModelStatus {
     pub load_ms: f64,
     /// The model has no chat template of its own; ChatML is used.
     pub fallback_template: bool,
+    /// A model served elsewhere (`path` is then its server's address, and threads, GPU
+    /// layers and memory are the server's business).
+    pub remote: Option<RemoteUse>,
+}
+
+/// Which remote backend a model in use is reached through.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RemoteUse {
+    /// The backend's name (Models, `models add-remote --name`).
+    pub backend: String,
+    pub info: RemoteInfo,
+}
+
+/// The app serving the model in use over the OpenAI API.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServeStatus {
+    /// The base URL OpenAI clients take (`http://127.0.0.1:PORT/v1`).
+    pub url: String,
+    /// The name clients see for the model, when one is loaded.
+    pub model: Option<String>,
+    /// Clients must send the key from `api_key_env`.
+    pub key_required: bool,
 }
 
 impl ModelStatus {
@@ -200,6 +237,25 @@ impl ModelStatus {
             memory_bytes: m.memory_estimate().total(),
             load_ms: m.load_ms(),
             fallback_template: m.uses_fallback_template(),
+            remote: None,
+        }
+    }
+
+    fn remote(backend: &str, info: &RemoteInfo, connect_ms: f64) -> Self {
+        ModelStatus {
+            name: info.model.clone(),
+            path: PathBuf::from(&info.url),
+            quantization: String::new(),
+            context_size: u32::try_from(info.context_length).unwrap_or(u32::MAX),
+            threads: 0,
+            gpu_layers: 0,
+            memory_bytes: 0,
+            load_ms: connect_ms,
+            fallback_template: false,
+            remote: Some(RemoteUse {
+                backend: backend.to_string(),
+                info: info.clone(),
+            }),
         }
     }
 }
@@ -231,6 +287,24 @@ pub struct App {
     /// The embedding model, loaded by the first embedding pass and kept for queries.
     embedder: Mutex<Option<Arc<meaning::ModelEmbedder>>>,
     embedding: Mutex<EmbedJob>,
+    /// The model in use, served over the OpenAI API, when the user turned it on.
+    serving: Mutex<Option<Serving>>,
+}
+
+struct Serving {
+    server: Arc<serve::Server>,
+    running: serve::Running,
+    key_required: bool,
+}
+
+impl Serving {
+    fn status(&self) -> ServeStatus {
+        ServeStatus {
+            url: self.running.url(),
+            model: self.server.model_name(),
+            key_required: self.key_required,
+        }
+    }
 }
 
 /// Whether an embedding pass is running, and whether another was asked for meanwhile (the
@@ -268,6 +342,7 @@ impl App {
             settings: Mutex::new(settings),
             embedder: Mutex::new(None),
             embedding: Mutex::new(EmbedJob::default()),
+            serving: Mutex::new(None),
         })
     }
 
@@ -327,6 +402,14 @@ impl App {
         if lock(&self.run).is_some() {
             return Err(AppError::RunInProgress);
         }
+        if let Some(backend) = query
+            .map(|q| models::find_remote(&self.home, q))
+            .transpose()?
+            .flatten()
+        {
+            label.clone_from(&backend.name);
+            return self.load_remote(&backend, on_event);
+        }
         let info: ModelInfo = models::find(&self.home, query)?;
         label.clone_from(&info.name);
         let options = lock(&self.settings).model(&info.path);
@@ -338,12 +421,20 @@ impl App {
                 progress,
             })
         });
-        // Whatever happened, what is in use is what the engine holds now.
+        // Whatever happened, what is in use is what the engine holds now; a remote model in
+        // use stays in use when the engine holds nothing.
         let current = engine.current();
-        *lock(&self.model) = current.as_ref().map(|m| CurrentModel {
-            model: m.clone(),
-            status: ModelStatus::of(m),
-        });
+        let keep_remote = outcome.is_err()
+            && current.is_none()
+            && lock(&self.model)
+                .as_ref()
+                .is_some_and(|m| m.status.remote.is_some());
+        if !keep_remote {
+            self.put_model(current.as_ref().map(|m| CurrentModel {
+                model: m.clone(),
+                status: ModelStatus::of(m),
+            }));
+        }
         let loaded = outcome?;
         let status = ModelStatus::of(&loaded);
         on_event(AppEvent::Loaded {
@@ -352,9 +443,169 @@ impl App {
         Ok(status)
     }
 
+    /// Connects to a remote backend and uses its model from now on; the local model, if one
+    /// was loaded, is unloaded (one model is in use). On failure, what was in use stays.
+    fn load_remote(
+        &self,
+        backend: &crate::config::RemoteBackend,
+        on_event: &mut dyn FnMut(AppEvent),
+    ) -> Result<ModelStatus, AppError> {
+        // Its requests would wait for their own turn on the one model.
+        if let Some(port) = lock(&self.serving)
+            .as_ref()
+            .map(|s| s.running.addr().port())
+        {
+            let root = crate::llm::remote::normalize_url(&backend.url)?;
+            if ["127.0.0.1", "localhost", "[::1]"]
+                .iter()
+                .any(|h| root.eq_ignore_ascii_case(&format!("http://{h}:{port}")))
+            {
+                return Err(AppError::OwnServer(backend.name.clone()));
+            }
+        }
+        let started = std::time::Instant::now();
+        on_event(AppEvent::LoadProgress {
+            model: backend.name.clone(),
+            progress: 0.0,
+        });
+        let remote = models::BackendChoice::from(backend).connect()?;
+        let status = ModelStatus::remote(
+            &backend.name,
+            remote.info(),
+            started.elapsed().as_secs_f64() * 1000.0,
+        );
+        if let Some(engine) = self.engine.get() {
+            engine.unload();
+        }
+        self.put_model(Some(CurrentModel {
+            model: Arc::new(remote),
+            status: status.clone(),
+        }));
+        on_event(AppEvent::Loaded {
+            model: status.clone(),
+        });
+        Ok(status)
+    }
+
     /// Uses `model` for runs (tests and embedders that bring their own).
     pub fn set_model(&self, model: Arc<dyn LanguageModel>, status: ModelStatus) {
-        *lock(&self.model) = Some(CurrentModel { model, status });
+        self.put_model(Some(CurrentModel { model, status }));
+    }
+
+    /// The one place the model in use changes: the server, when serving, follows it.
+    fn put_model(&self, current: Option<CurrentModel>) {
+        let served = current.as_ref().map(|c| c.model.clone());
+        *lock(&self.model) = current;
+        if let Some(s) = lock(&self.serving).as_ref() {
+            s.server.set_model(served);
+        }
+    }
+
+    // ---- remote backends ----
+
+    /// The remote backends in the config, each probed now.
+    pub fn remotes(&self) -> Result<Vec<models::RemoteStatus>, AppError> {
+        Ok(models::remote_statuses(&self.home)?)
+    }
+
+    /// Adds (or replaces, by name) a remote backend, and says whether it answers now. The
+    /// key is never saved: `api_key_env` names the variable that holds it.
+    pub fn add_remote(
+        &self,
+        url: &str,
+        name: Option<&str>,
+        model: Option<&str>,
+        api_key_env: Option<&str>,
+    ) -> Result<models::RemoteStatus, AppError> {
+        let backend = models::add_remote(&self.home, url, name, model, api_key_env)?;
+        Ok(models::probe(&backend))
+    }
+
+    pub fn remove_remote(&self, name: &str) -> Result<bool, AppError> {
+        Ok(models::remove_remote(&self.home, name)?)
+    }
+
+    // ---- serving the model (burrow serve) ----
+
+    /// Serves the model in use (and whatever is loaded later) over the OpenAI API on
+    /// 127.0.0.1:`port`, and remembers to do so when the app next opens. Already serving on
+    /// that port: nothing changes; on another: moved there.
+    pub fn start_serving(&self, port: u16) -> Result<ServeStatus, AppError> {
+        let mut settings = self.settings();
+        settings.serve.enabled = true;
+        settings.serve.port = port;
+        settings.validate()?;
+        let status = {
+            let mut serving = lock(&self.serving);
+            if serving
+                .as_ref()
+                .is_none_or(|s| s.running.addr().port() != port)
+            {
+                // The old one goes first: it may hold the port asked for.
+                if let Some(old) = serving.take() {
+                    old.running.stop()?;
+                }
+                let api_key = Some(settings.serve.api_key_env.as_str())
+                    .filter(|v| !v.is_empty())
+                    .map(crate::llm::remote::ApiKey::from_env)
+                    .transpose()?;
+                let key_required = api_key.is_some();
+                let options = serve::ServeOptions {
+                    api_key,
+                    embedding: models::embedding_model(
+                        &self.home,
+                        self.embedding_setting().as_deref(),
+                    )
+                    .map_err(|e| e.to_string()),
+                    // The window and the model need the other cores.
+                    embed_threads: 1,
+                    ..Default::default()
+                };
+                let model = lock(&self.model).as_ref().map(|m| m.model.clone());
+                let server = Arc::new(serve::Server::new(model, options));
+                let running = serve::start("127.0.0.1", port, server.clone())?;
+                *serving = Some(Serving {
+                    server,
+                    running,
+                    key_required,
+                });
+            }
+            serving.as_ref().map(Serving::status)
+        };
+        self.set_settings(settings)?;
+        status.ok_or(AppError::NotServing)
+    }
+
+    /// Stops serving, and not again when the app next opens. False if it was not serving.
+    pub fn stop_serving(&self) -> Result<bool, AppError> {
+        let had = lock(&self.serving).take();
+        let mut settings = self.settings();
+        settings.serve.enabled = false;
+        self.set_settings(settings)?;
+        match had {
+            Some(s) => {
+                s.running.stop()?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    pub fn serve_status(&self) -> Option<ServeStatus> {
+        lock(&self.serving).as_ref().map(Serving::status)
+    }
+
+    /// Serves as the settings say when the app opens; a failure is reported as `ServeFailed`.
+    pub fn serve_as_set(&self, on_event: &mut dyn FnMut(AppEvent)) {
+        let s = self.settings().serve;
+        if !s.enabled {
+            return;
+        }
+        if let Err(e) = self.start_serving(s.port) {
+            on_event(AppEvent::ServeFailed {
+                message: format!("The model could not be served on 127.0.0.1:{}: {e}", s.port),
+            });
+        }
     }
 
     /// Unloads the model in use and frees its memory. Refused while a run uses it.
@@ -362,7 +613,8 @@ impl App {
         if lock(&self.run).is_some() {
             return Err(AppError::RunInProgress);
         }
-        let had = lock(&self.model).take().is_some();
+        let had = lock(&self.model).is_some();
+        self.put_model(None);
         if let Some(engine) = self.engine.get() {
             engine.unload();
         }

@@ -319,6 +319,25 @@ pub struct RemoteStatus {
     pub problem: Option<String>,
 }
 
+/// A remote backend and whether it answers now (connecting costs at most its connect
+/// timeout).
+pub fn probe(b: &RemoteBackend) -> RemoteStatus {
+    match BackendChoice::from(b).connect() {
+        Ok(m) => RemoteStatus {
+            backend: b.clone(),
+            reachable: true,
+            info: Some(m.info().clone()),
+            problem: None,
+        },
+        Err(e) => RemoteStatus {
+            backend: b.clone(),
+            reachable: false,
+            info: None,
+            problem: Some(e.to_string()),
+        },
+    }
+}
+
 /// Every configured remote backend, each probed (in parallel: an unreachable one costs its
 /// connect timeout once, not once per backend).
 pub fn remote_statuses(home: &BurrowHome) -> Result<Vec<RemoteStatus>, ModelsError> {
@@ -326,29 +345,17 @@ pub fn remote_statuses(home: &BurrowHome) -> Result<Vec<RemoteStatus>, ModelsErr
     Ok(std::thread::scope(|s| {
         let probes: Vec<_> = backends
             .iter()
-            .map(|b| s.spawn(move || BackendChoice::from(b).connect()))
+            .map(|b| (b, s.spawn(move || probe(b))))
             .collect();
-        backends
-            .iter()
-            .zip(probes)
+        probes
+            .into_iter()
             .map(|(b, p)| {
-                let outcome = p
-                    .join()
-                    .unwrap_or_else(|_| Err(LlmError::Worker("probe panicked".into()).into()));
-                match outcome {
-                    Ok(m) => RemoteStatus {
-                        backend: b.clone(),
-                        reachable: true,
-                        info: Some(m.info().clone()),
-                        problem: None,
-                    },
-                    Err(e) => RemoteStatus {
-                        backend: b.clone(),
-                        reachable: false,
-                        info: None,
-                        problem: Some(e.to_string()),
-                    },
-                }
+                p.join().unwrap_or_else(|_| RemoteStatus {
+                    backend: b.clone(),
+                    reachable: false,
+                    info: None,
+                    problem: Some("the probe failed".into()),
+                })
             })
             .collect()
     }))

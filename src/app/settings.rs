@@ -56,6 +56,32 @@ pub struct Settings {
     pub models: BTreeMap<String, LoadOptions>,
     /// MCP servers whose tools join the agent's toolbelt (started only for runs).
     pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
+    /// The model in use, served over the OpenAI API on this machine (`burrow serve` from the
+    /// app).
+    pub serve: ServeSettings,
+}
+
+/// Whether the app serves the model in use over the OpenAI API, and where.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServeSettings {
+    /// Serving now, and again when the app next opens.
+    pub enabled: bool,
+    /// On 127.0.0.1 (the app never serves other machines).
+    pub port: u16,
+    /// The environment variable holding the key clients must send; empty: none. The key
+    /// itself is never saved.
+    pub api_key_env: String,
+}
+
+impl Default for ServeSettings {
+    fn default() -> Self {
+        ServeSettings {
+            enabled: false,
+            port: 8089,
+            api_key_env: String::new(),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -73,6 +99,7 @@ impl Default for Settings {
             embedding_model: String::new(),
             models: BTreeMap::new(),
             mcp_servers: Vec::new(),
+            serve: ServeSettings::default(),
         }
     }
 }
@@ -173,6 +200,16 @@ impl Settings {
             if m.threads == Some(0) {
                 return invalid("threads", format!("{model}: at least 1"));
             }
+        }
+        if self.serve.port == 0 {
+            return invalid("serve.port", "a port between 1 and 65535".into());
+        }
+        let var = &self.serve.api_key_env;
+        if !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return invalid(
+                "serve.api_key_env",
+                format!("{var:?} is not an environment variable's name"),
+            );
         }
         let mut names = std::collections::HashSet::new();
         for server in &self.mcp_servers {
@@ -280,6 +317,26 @@ mod tests {
                 },
                 "summarize_at",
             ),
+            (
+                Settings {
+                    serve: ServeSettings {
+                        port: 0,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                "serve.port",
+            ),
+            (
+                Settings {
+                    serve: ServeSettings {
+                        api_key_env: "MY KEY".into(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                "serve.api_key_env",
+            ),
         ] {
             let e = s.save(&home).unwrap_err();
             assert!(e.to_string().starts_with(field), "{e}");
@@ -313,6 +370,7 @@ mod tests {
             embedding_model: String::new(),
             models: BTreeMap::new(),
             mcp_servers: Vec::new(),
+            serve: ServeSettings::default(),
         };
         let c = s.agent_config("ctx".into());
         assert_eq!(c.protocol, Protocol::ToolCalls);

@@ -9,6 +9,7 @@ pub mod eval;
 pub mod mcp;
 pub mod models;
 pub mod runs;
+pub mod serve;
 pub mod template;
 pub mod workspace;
 

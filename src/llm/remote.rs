@@ -55,6 +55,13 @@ impl ApiKey {
     }
 }
 
+impl ApiKey {
+    /// The key itself, for the one place that compares or sends it.
+    pub(crate) fn secret(&self) -> &str {
+        &self.0
+    }
+}
+
 impl std::fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ApiKey(<hidden>)")
@@ -618,6 +625,13 @@ async fn probe(server: &Server, options: &RemoteOptions) -> Result<RemoteInfo, L
         .and_then(|m| m.get("owned_by"))
         .and_then(Value::as_str)
         == Some("vllm");
+    // Burrow's own server lists it as `context_length`, LM Studio as `max_context_length`.
+    let listed_len = entry
+        .and_then(|m| {
+            m.get("context_length")
+                .or_else(|| m.get("max_context_length"))
+        })
+        .and_then(Value::as_u64);
     // llama-server describes itself at /props; other servers answer 404 there.
     let props = server.get("/props").await.ok();
     let n_ctx = props.as_ref().and_then(|p| {
@@ -629,7 +643,7 @@ async fn probe(server: &Server, options: &RemoteOptions) -> Result<RemoteInfo, L
         (Some(n), _) => (ServerKind::LlamaServer, Some(n)),
         (None, Some(n)) => (ServerKind::Vllm, Some(n)),
         (None, None) if owned_by_vllm => (ServerKind::Vllm, None),
-        (None, None) => (ServerKind::OpenAi, None),
+        (None, None) => (ServerKind::OpenAi, listed_len),
     };
     Ok(RemoteInfo {
         url: root.to_string(),

@@ -3,7 +3,8 @@
 // workspace and see it indexed, load and switch models and see one fail to load, run a task and
 // see its steps and plan, stop a run, reopen it from history, change a setting, import issues (a
 // malformed file, then a good one), open a file and an issue from a trace's links, type in a
-// model's settings while the screen redraws; then close the
+// model's settings while the screen redraws, serve the model over the OpenAI API from its
+// switch and list that server as a model served elsewhere; then close the
 // app in the middle of a run and start it again the way the README's run command does (the
 // folder it starts in as default workspace, the default model, here in the dark theme) and
 // continue the interrupted run. A screenshot of each screen is saved under
@@ -13,6 +14,7 @@
 
 import { execFileSync } from "node:child_process";
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { openSession, sleep, startDriver } from "./webdriver.mjs";
@@ -26,6 +28,18 @@ const MODEL = process.env.BURROW_MODEL ?? join(ROOT, "models/SmolLM2-135M-Instru
 const QWEN = process.env.BURROW_MODEL_2 ?? join(ROOT, "models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
 
 const log = (...a) => console.error("[e2e]", ...a);
+
+/// A port nothing listens on now.
+function freePort() {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => ok(port));
+    });
+  });
+}
 
 // ---- fixtures: a Burrow home with two model names for one file, and two small git repositories ----
 
@@ -236,6 +250,38 @@ try {
     const still = await until("the model in use", `const c = document.querySelector('.current-model'); return c ? c.textContent : null;`);
     if (!still.includes(MODEL_B)) throw new Error(`the model in use changed after a failed load: ${still}`);
     await screenshot("03-models");
+  });
+
+  await step("serve the model in use over the OpenAI API, and see a server it answers on listed", async () => {
+    // Still on Models, SmolLM2 (its second name) in use.
+    const port = await freePort();
+    await type("#serve-port", String(port));
+    await click("#serve-toggle");
+    const url = await until("the server's URL", "const u = document.querySelector('#serve-url'); return u ? u.textContent : null;");
+    if (url !== `http://127.0.0.1:${port}/v1`) throw new Error(`served at ${url}, not on port ${port}`);
+    const models = await (await fetch(`${url}/models`)).json();
+    if (models.data?.[0]?.context_length === undefined) throw new Error(`no model served: ${JSON.stringify(models)}`);
+    const reply = await fetch(`${url}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "Say hello." }], max_tokens: 4, temperature: 0 }),
+    });
+    const body = await reply.json();
+    if (reply.status !== 200 || body.choices?.[0]?.message?.content === undefined || body.usage?.completion_tokens < 1) {
+      throw new Error(`the chat completion failed: ${reply.status} ${JSON.stringify(body)}`);
+    }
+    // The same server, added as a model served elsewhere: probed, it answers.
+    await type("#add-remote input[name=url]", `http://127.0.0.1:${port}`);
+    await type("#add-remote input[name=name]", "here");
+    await click("#add-remote button[type=submit]");
+    await until("the server listed as answering", `const r = document.querySelector('tr[data-remote="here"]'); return r && r.textContent.includes('answers');`, undefined, 30000);
+    await screenshot("03b-serving");
+    await click('tr[data-remote="here"] button.remove');
+    await until("the server removed", `return !document.querySelector('tr[data-remote="here"]');`);
+    await click("#serve-toggle");
+    await until("the server stopped", "return !document.querySelector('#serve-url');");
+    const stopped = await fetch(`${url}/models`).then(() => "answered", () => "refused");
+    if (stopped !== "refused") throw new Error("the server still answers after it was switched off");
   });
 
   await step("settings: a short run limit, and no search before the model's first step, are saved", async () => {

@@ -10,8 +10,10 @@ import type {
   IndexReport,
   ItemRef,
   ModelStatus,
+  RemoteStatus,
   RepoStatus,
   RunRecord,
+  ServeStatus,
   Settings,
 } from "./types";
 
@@ -49,6 +51,13 @@ export const api = {
   openItem: (item: ItemRef) => invoke<string>("open_item", { item }),
   getSettings: () => invoke<Settings>("get_settings"),
   setSettings: (settings: Settings) => invoke<Settings>("set_settings", { settings }),
+  listRemotes: () => invoke<RemoteStatus[]>("list_remotes"),
+  addRemote: (url: string, name: string | null, model: string | null, apiKeyEnv: string | null) =>
+    invoke<RemoteStatus>("add_remote", { url, name, model, apiKeyEnv }),
+  removeRemote: (name: string) => invoke<boolean>("remove_remote", { name }),
+  serveStatus: () => invoke<ServeStatus | null>("serve_status"),
+  startServing: (port: number) => invoke<ServeStatus>("start_serving", { port }),
+  stopServing: () => invoke<boolean>("stop_serving"),
 };
 
 /// A command's error as a sentence (the shell sends `{kind, message}`).

@@ -13,8 +13,10 @@ import type {
   Discovery,
   IndexReport,
   ModelStatus,
+  RemoteStatus,
   RepoStatus,
   RunRecord,
+  ServeStatus,
   Settings,
 } from "./types";
 
@@ -102,6 +104,10 @@ export interface State {
   runs: RunRecord[];
   /// The settings, as last read or saved (null until read).
   settings: Settings | null;
+  /// The models served elsewhere, as last probed (null until the Models screen read them).
+  remotes: RemoteStatus[] | null;
+  /// The model in use over the OpenAI API, when served.
+  serving: ServeStatus | null;
   /// Shown until dismissed (errors) or for a few seconds (confirmations), oldest first.
   notices: Notice[];
   /// The id the last notice was given (ids are never reused).
@@ -121,6 +127,8 @@ export const initialState: State = {
   repos: [],
   runs: [],
   settings: null,
+  remotes: null,
+  serving: null,
   notices: [],
   lastNoticeId: 0,
 };
@@ -138,6 +146,8 @@ export type UiAction =
   | { kind: "ui_repos"; repos: RepoStatus[] }
   | { kind: "ui_runs"; runs: RunRecord[] }
   | { kind: "ui_settings"; settings: Settings | null }
+  | { kind: "ui_remotes"; remotes: RemoteStatus[] }
+  | { kind: "ui_serving"; serving: ServeStatus | null }
   | { kind: "ui_notice"; text: string; error: boolean }
   | { kind: "ui_dismiss"; id: number }
   /// A run the user just started here, before the shell's first event.
@@ -191,6 +201,11 @@ function reduceIndex(state: State, source: string, f: (v: IndexView) => IndexVie
   return { ...state, indexing };
 }
 
+function addNotice(state: State, text: string, error: boolean): State {
+  const id = state.lastNoticeId + 1;
+  return { ...state, lastNoticeId: id, notices: [...state.notices, { id, text, error }] };
+}
+
 /// Applies one of the page's own actions.
 function reduceUi(state: State, a: UiAction): State {
   switch (a.kind) {
@@ -215,10 +230,12 @@ function reduceUi(state: State, a: UiAction): State {
       return { ...state, runs: a.runs };
     case "ui_settings":
       return { ...state, settings: a.settings };
-    case "ui_notice": {
-      const id = state.lastNoticeId + 1;
-      return { ...state, lastNoticeId: id, notices: [...state.notices, { id, text: a.text, error: a.error }] };
-    }
+    case "ui_remotes":
+      return { ...state, remotes: a.remotes };
+    case "ui_serving":
+      return { ...state, serving: a.serving };
+    case "ui_notice":
+      return addNotice(state, a.text, a.error);
     case "ui_dismiss":
       return state.notices.some((n) => n.id === a.id)
         ? { ...state, notices: state.notices.filter((n) => n.id !== a.id) }
@@ -325,6 +342,8 @@ export function reduce(state: State, ev: Action): State {
         ...state,
         embedding: { model: ev.model, done: state.embedding?.done ?? 0, total: state.embedding?.total ?? 0, state: "failed", error: ev.message },
       };
+    case "serve_failed":
+      return addNotice({ ...state, serving: null }, ev.message, true);
     default:
       return reduceUi(state, ev);
   }

@@ -91,6 +91,42 @@ export interface ModelStatus {
   memory_bytes: number;
   load_ms: number;
   fallback_template: boolean;
+  /// A model served elsewhere: `path` is its server's address.
+  remote: RemoteUse | null;
+}
+
+/// What an OpenAI-compatible server said of itself when Burrow connected.
+export interface RemoteInfo {
+  url: string;
+  model: string;
+  models: string[];
+  kind: "llama_server" | "vllm" | "open_ai";
+  context_length: number;
+  context_reported: boolean;
+}
+
+export interface RemoteUse {
+  backend: string;
+  info: RemoteInfo;
+}
+
+/// A model served elsewhere, as the config keeps it, and whether it answers now.
+export interface RemoteStatus {
+  name: string;
+  url: string;
+  model?: string;
+  api_key_env?: string;
+  context_length?: number;
+  reachable: boolean;
+  info?: RemoteInfo;
+  problem?: string;
+}
+
+/// The model in use, served over the OpenAI API.
+export interface ServeStatus {
+  url: string;
+  model: string | null;
+  key_required: boolean;
 }
 
 export type IndexPhase = string;
@@ -138,7 +174,9 @@ export type AppEvent =
   /// Embedding the workspace for search by meaning: `done` of `total` units have a vector.
   | { kind: "embed_progress"; model: string; done: number; total: number }
   | { kind: "embedded"; model: string; report: EmbedReport }
-  | { kind: "embed_failed"; model: string; message: string };
+  | { kind: "embed_failed"; model: string; message: string }
+  /// Serving the model when the app opened (as the settings ask) failed.
+  | { kind: "serve_failed"; message: string };
 
 export interface EmbedReport {
   embedded: number;
@@ -228,6 +266,8 @@ export interface Settings {
   /// MCP servers whose tools join the toolbelt for `burrow ask` (edited in settings.json; the
   /// screen keeps them as they are).
   mcp_servers: McpServerConfig[];
+  /// The model in use over the OpenAI API on 127.0.0.1 (the Models screen's switch).
+  serve: { enabled: boolean; port: number; api_key_env: string };
 }
 
 export interface McpServerConfig {

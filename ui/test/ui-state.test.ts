@@ -7,7 +7,7 @@ import type { AppInfo, ModelStatus, RepoStatus, RunRecord, Settings, StepRecord 
 
 const MODEL: ModelStatus = {
   name: "SmolLM2", path: "/m.gguf", quantization: "Q4_1", context_size: 4096, threads: 2,
-  gpu_layers: 0, memory_bytes: 1, load_ms: 1, fallback_template: false,
+  gpu_layers: 0, memory_bytes: 1, load_ms: 1, fallback_template: false, remote: null,
 };
 
 function repo(name: string, files = 1): RepoStatus {
@@ -36,6 +36,7 @@ function runRecord(id: number, status: RunRecord["status"] = "interrupted"): Run
 const SETTINGS: Settings = {
   protocol: "json-typed", max_steps: 20, temperature: 0.2, grammar: true, search_first: true, summarize_at: 0.7,
   require_plan_done: false, persona: "", embedding_model: "", models: {}, mcp_servers: [],
+  serve: { enabled: false, port: 8089, api_key_env: "" },
 };
 
 describe("reduce: the page's own state", () => {
@@ -104,6 +105,17 @@ describe("reduce: the page's own state", () => {
     expect(reduce(s, { kind: "ui_dismiss", id: 1 })).toBe(s);
     s = reduce(s, { kind: "ui_notice", text: "again", error: true });
     expect(s.notices.map((n) => n.id)).toEqual([2, 3]);
+  });
+
+  it("keeps the server's state, and a failure to serve at start is an error notice that clears it", () => {
+    const serving = { url: "http://127.0.0.1:8089/v1", model: "SmolLM2", key_required: false };
+    let s = reduce(initialState, { kind: "ui_serving", serving });
+    expect(s.serving).toEqual(serving);
+    s = reduce(s, { kind: "serve_failed", message: "The model could not be served on 127.0.0.1:8089: address in use" });
+    expect(s.serving).toBeNull();
+    expect(s.notices).toEqual([{ id: 1, text: "The model could not be served on 127.0.0.1:8089: address in use", error: true }]);
+    const remotes = [{ name: "gpu", url: "http://10.0.0.2:8080", reachable: false, problem: "connection refused" }];
+    expect(reduce(s, { kind: "ui_remotes", remotes }).remotes).toEqual(remotes);
   });
 
   it("starts a run with the model in use, live before the shell's first event", () => {

@@ -1,14 +1,15 @@
 // The Models screen: the model in use (and Unload), a load's progress or failure, the models
 // found with Load or Switch, each model's settings form (kept across redraws so that one being
-// typed in stays open with what was typed), and the catalogue's models not on disk yet, each
-// with Download and its progress.
+// typed in stays open with what was typed), the catalogue's models not on disk yet, each
+// with Download and its progress, the models served elsewhere (OpenAI-compatible servers: add,
+// probe, use, remove), and the switch that serves the model in use over the OpenAI API.
 
 import { api } from "../api";
 import { formatBytes, formatMs, h, progressBar, replaceChildren, saveFocus } from "../dom";
 import { dispatch, getState, redraw, update } from "../loop";
-import { attempt, views } from "../shell";
+import { attempt, notify, views } from "../shell";
 import { isLive } from "../state";
-import type { CatalogueModel, ModelInfo } from "../types";
+import type { CatalogueModel, ModelInfo, RemoteStatus } from "../types";
 import { saveSettings } from "./settings";
 
 export async function refreshModels(): Promise<void> {
@@ -21,7 +22,117 @@ export async function refreshModels(): Promise<void> {
   if (!getState().settings) {
     update({ kind: "ui_settings", settings: (await attempt("Reading settings", () => api.getSettings())) ?? null });
   }
+  update({ kind: "ui_serving", serving: (await attempt("Reading the server's state", () => api.serveStatus())) ?? null });
   renderModels();
+  // Probing the servers may take their connect timeout: the rest is shown first.
+  await refreshRemotes();
+}
+
+async function refreshRemotes(): Promise<void> {
+  const r = await attempt("Probing the servers", () => api.listRemotes());
+  if (r) update({ kind: "ui_remotes", remotes: r });
+  renderModels();
+}
+
+async function loadRemote(r: RemoteStatus): Promise<void> {
+  try {
+    await api.loadModel(r.name, dispatch);
+  } catch {
+    // The failure arrives as a load_failed event and is shown on this screen.
+  }
+}
+
+/// The models served elsewhere, each with whether it answers, Use and Remove; and the form
+/// that adds one.
+function remotesSection(): HTMLElement[] {
+  const state = getState();
+  const current = state.model.current;
+  const remotes = state.remotes;
+  const rows = (remotes ?? []).map((r) => {
+    const inUse = current?.remote?.backend === r.name;
+    const what = r.info ? `${r.info.model} (context ${r.info.context_length}${r.info.context_reported ? "" : ", assumed"})` : (r.model ?? "the first it lists");
+    return h(
+      "tr",
+      { "data-remote": r.name },
+      h("td", null, r.name),
+      h("td", null, what),
+      h("td", { class: "path", title: r.url }, r.url),
+      h("td", null, r.reachable ? h("span", { class: "badge status-done" }, "answers") : [h("span", { class: "badge status-error" }, "unreachable"), h("div", { class: "muted remote-problem" }, r.problem ?? "")]),
+      h(
+        "td",
+        { class: "actions" },
+        h("button", { class: "load", disabled: inUse || state.model.loading !== null || isLive(state.run), onclick: () => void loadRemote(r) }, inUse ? "In use" : current ? "Switch" : "Use"),
+        h("button", { class: "remove", onclick: () => void attempt(`Removing ${r.name}`, () => api.removeRemote(r.name)).then(() => refreshRemotes()) }, "Remove"),
+      ),
+    );
+  });
+  const form = h(
+    "form",
+    { class: "add-remote row", id: "add-remote" },
+    h("input", { type: "url", name: "url", required: true, placeholder: "http://127.0.0.1:8080", "aria-label": "Server address" }),
+    h("input", { type: "text", name: "name", placeholder: "name (optional)", "aria-label": "Name" }),
+    h("input", { type: "text", name: "model", placeholder: "model (optional)", "aria-label": "Model on the server" }),
+    h("input", { type: "text", name: "key", placeholder: "API key variable (optional)", "aria-label": "Environment variable holding the API key" }),
+    h("button", { type: "submit" }, "Add"),
+  );
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const d = new FormData(form);
+    const opt = (k: string) => String(d.get(k) ?? "").trim() || null;
+    void attempt("Adding the server", () => api.addRemote(String(d.get("url") ?? "").trim(), opt("name"), opt("model"), opt("key"))).then((added) => {
+      if (!added) return;
+      form.reset();
+      notify(added.reachable ? `${added.name} added: it answers.` : `${added.name} added, but it does not answer now: ${added.problem ?? ""}`, !added.reachable);
+      void refreshRemotes();
+    });
+  });
+  return [
+    h("h3", { class: "section" }, "Served elsewhere"),
+    h("p", { class: "muted" }, "Models on an OpenAI-compatible server (llama-server, vLLM, Ollama, LM Studio) on this machine or another. An API key is never saved: name the environment variable that holds it."),
+    remotes === null
+      ? h("p", { class: "muted" }, "Probing the servers…")
+      : rows.length === 0
+        ? h("p", { class: "muted" }, "None added.")
+        : h("table", { class: "list remotes-table" }, h("thead", null, h("tr", null, ["Name", "Model", "Address", "Status", ""].map((c) => h("th", null, c)))), h("tbody", null, rows)),
+    form,
+  ];
+}
+
+/// The switch that serves the model in use over the OpenAI API on 127.0.0.1, with its URL.
+function serveSection(): HTMLElement {
+  const state = getState();
+  const serving = state.serving;
+  const port = state.settings?.serve.port ?? 8089;
+  const portInput = h("input", { type: "number", id: "serve-port", min: 1, max: 65535, value: port, disabled: serving !== null, "aria-label": "Port" });
+  const toggle = h("input", { type: "checkbox", id: "serve-toggle", checked: serving !== null });
+  toggle.addEventListener("change", () => {
+    const on = toggle.checked;
+    void attempt(on ? "Starting the server" : "Stopping the server", async () => {
+      if (on) {
+        update({ kind: "ui_serving", serving: await api.startServing(Number(portInput.value)) });
+      } else {
+        await api.stopServing();
+        update({ kind: "ui_serving", serving: null });
+      }
+      update({ kind: "ui_settings", settings: await api.getSettings() });
+    }).then(() => renderModels());
+  });
+  return h(
+    "div",
+    { class: "card serve" },
+    h("h3", null, "Serve over the OpenAI API"),
+    h("label", { class: "check" }, toggle, "Let programs on this machine use the model in use, at 127.0.0.1 port ", portInput),
+    serving
+      ? h(
+          "p",
+          { id: "serve-info" },
+          "Base URL: ",
+          h("code", { id: "serve-url" }, serving.url),
+          serving.model ? ` · serving ${serving.model}` : " · no model loaded: requests are refused until one is",
+          serving.key_required ? " · clients must send the API key" : "",
+        )
+      : h("p", { class: "muted" }, "Off. When on, it stays on the next time Burrow opens."),
+  );
 }
 
 async function loadModel(m: ModelInfo): Promise<void> {
@@ -103,22 +214,32 @@ export function renderModels(): void {
     parts.push(h("div", { class: "error-box", role: "alert", id: "model-error" }, h("strong", null, `${m.error.model} could not be loaded: `), m.error.message));
   }
   if (current) {
+    const remote = current.remote;
     parts.push(
       h(
         "div",
         { class: "card current-model" },
-        h("h3", null, `In use: ${current.name}`),
-        h(
-          "dl",
-          { class: "facts" },
-          fact("Quantization", current.quantization),
-          fact("Context", `${current.context_size} tokens`),
-          fact("Threads", String(current.threads)),
-          fact("GPU layers", String(current.gpu_layers)),
-          fact("Memory", formatBytes(current.memory_bytes)),
-          fact("Loaded in", formatMs(current.load_ms)),
-          fact("File", current.path),
-        ),
+        h("h3", null, remote ? `In use: ${current.name} (remote: ${remote.backend})` : `In use: ${current.name}`),
+        remote
+          ? h(
+              "dl",
+              { class: "facts" },
+              fact("Server", remote.info.url),
+              fact("Kind", { llama_server: "llama-server", vllm: "vLLM", open_ai: "OpenAI-compatible" }[remote.info.kind]),
+              fact("Context", `${current.context_size} tokens${remote.info.context_reported ? "" : " (assumed)"}`),
+              fact("Connected in", formatMs(current.load_ms)),
+            )
+          : h(
+              "dl",
+              { class: "facts" },
+              fact("Quantization", current.quantization),
+              fact("Context", `${current.context_size} tokens`),
+              fact("Threads", String(current.threads)),
+              fact("GPU layers", String(current.gpu_layers)),
+              fact("Memory", formatBytes(current.memory_bytes)),
+              fact("Loaded in", formatMs(current.load_ms)),
+              fact("File", current.path),
+            ),
         current.fallback_template ? h("p", { class: "muted" }, "This model has no chat template; ChatML is used.") : null,
         h("button", { id: "unload", disabled: isLive(state.run), onclick: () => void attempt("Unloading", async () => { await api.unloadModel(); update({ kind: "ui_unloaded" }); redraw(); }) }, "Unload"),
       ),
@@ -165,6 +286,8 @@ export function renderModels(): void {
   if (models.length === 0) parts.push(h("p", { class: "muted" }, "No models found. Put .gguf files in Burrow's models folder, or download one below."));
   for (const p of discovery?.problems ?? []) parts.push(h("p", { class: "warning" }, `Skipped ${p.error}`));
   parts.push(...catalogueSection());
+  parts.push(...remotesSection());
+  parts.push(serveSection());
   replaceChildren(views.models, parts);
   focus.restore();
 }
