@@ -36,6 +36,7 @@ fn status(name: &str) -> ModelStatus {
         context_size: 4096,
         threads: 2,
         gpu_layers: 0,
+        kv_cache: Default::default(),
         memory_bytes: 1 << 20,
         load_ms: 1.0,
         fallback_template: false,

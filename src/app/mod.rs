@@ -193,6 +193,8 @@ pub struct ModelStatus {
     pub context_size: u32,
     pub threads: u32,
     pub gpu_layers: u32,
+    /// What the KV cache stores keys and values as.
+    pub kv_cache: crate::llm::llama::KvCacheType,
     /// Host memory the model takes: weights, KV cache and compute buffers (estimated from its
     /// header before loading).
     pub memory_bytes: u64,
@@ -234,6 +236,7 @@ impl ModelStatus {
             context_size: o.context_size,
             threads: o.threads,
             gpu_layers: o.gpu_layers,
+            kv_cache: o.kv_cache,
             memory_bytes: m.memory_estimate().total(),
             load_ms: m.load_ms(),
             fallback_template: m.uses_fallback_template(),
@@ -249,6 +252,7 @@ impl ModelStatus {
             context_size: u32::try_from(info.context_length).unwrap_or(u32::MAX),
             threads: 0,
             gpu_layers: 0,
+            kv_cache: Default::default(),
             memory_bytes: 0,
             load_ms: connect_ms,
             fallback_template: false,

@@ -23,12 +23,17 @@ pub struct BenchArgs {
     repetitions: usize,
     /// Which measurements: a comma-separated list of prefill, decode, grammar, reuse, depth
     /// (the first token of 48 new tokens behind 0, 700, 1600 and 2600 cached ones, with and
-    /// without prefill padding).
+    /// without prefill padding), decode-depth (64 tokens decoded behind 0, 1000, 2000 and 3000
+    /// cached ones, free and under the action grammar).
     #[arg(long, default_value = "prefill,decode,grammar,reuse")]
     tests: String,
     /// Sampling temperature for the grammar measurement (0 = greedy).
     #[arg(long, default_value_t = 0.0)]
     grammar_temperature: f32,
+    /// Measure a local model the way a remote backend is measured (a chat turn, free decode,
+    /// decode under a JSON schema, through the model interface), to set the two side by side.
+    #[arg(long, conflicts_with = "agent")]
+    served: bool,
     /// Benchmark the agent instead: one run over the workspace, held to --steps steps, with
     /// each step's KV-cache reuse and time to first token, and where the time went.
     #[arg(long)]
@@ -62,7 +67,7 @@ pub fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
             args.json,
         );
     }
-    if remote_choice(home, &args.model)?.is_some() {
+    if args.served || remote_choice(home, &args.model)?.is_some() {
         // A server's engine is not Burrow's to drive: measured through the model interface.
         let model = load_model(home, &args.model)?;
         let report = run_served_bench(&*model.model, args.repetitions)?;

@@ -61,6 +61,9 @@ pub struct EvalArgs {
     /// CPU threads.
     #[arg(long)]
     pub threads: Option<u32>,
+    /// The KV cache's element type: f16 (default), q8_0 or q4_0.
+    #[arg(long, value_name = "TYPE", value_parser = super::models::parse_kv_cache)]
+    pub kv_cache: Option<burrow::llm::llama::KvCacheType>,
     /// Write every scored run as a JSON line to this file as it completes.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -130,6 +133,7 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
             ctx: args.ctx,
             threads: args.threads,
             gpu_layers: None,
+            kv_cache: args.kv_cache,
             backend: None,
             backend_model: None,
             api_key_env: None,

@@ -15,7 +15,7 @@ use burrow::config::BurrowHome;
 use burrow::llm::engine::human_bytes;
 use burrow::llm::library::fetch::{FetchEvent, Fetcher, HttpFetcher, WheelDir};
 use burrow::llm::library::{self, ModelInfo};
-use burrow::llm::llama::MemoryEstimate;
+use burrow::llm::llama::{KvCacheType, MemoryEstimate};
 use burrow::llm::remote::ServerKind;
 use burrow::llm::{LanguageModel, LlamaEngine, LoadOptions, LoadedModel};
 
@@ -113,9 +113,13 @@ pub struct ModelArgs {
     /// Layers to offload to the GPU (GPU builds).
     #[arg(long, value_name = "N")]
     pub gpu_layers: Option<u32>,
+    /// The KV cache's element type: f16 (default), q8_0 or q4_0 (half or a quarter of the
+    /// memory; turns on flash attention).
+    #[arg(long, value_name = "TYPE", value_parser = parse_kv_cache)]
+    pub kv_cache: Option<KvCacheType>,
     /// Use a model another program serves over the OpenAI API (llama-server, vLLM, Ollama,
     /// LM Studio) at this address, e.g. http://127.0.0.1:8080, instead of a local file.
-    #[arg(long, value_name = "URL", conflicts_with_all = ["model", "ctx", "threads", "gpu_layers"])]
+    #[arg(long, value_name = "URL", conflicts_with_all = ["model", "ctx", "threads", "gpu_layers", "kv_cache"])]
     pub backend: Option<String>,
     /// The backend's model, as its /v1/models lists it (default: the first it lists).
     #[arg(long, value_name = "NAME", requires = "backend")]
@@ -132,9 +136,14 @@ impl ModelArgs {
             context_size: self.ctx,
             threads: self.threads,
             gpu_layers: self.gpu_layers,
+            kv_cache: self.kv_cache,
             ..Default::default()
         }
     }
+}
+
+pub fn parse_kv_cache(name: &str) -> Result<KvCacheType, String> {
+    KvCacheType::parse(name).map_err(|e| e.to_string())
 }
 
 pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {

@@ -60,6 +60,7 @@ pub fn serve(home: &BurrowHome, args: ServeArgs) -> Result<ExitCode> {
         ctx: args.ctx,
         threads: args.threads,
         gpu_layers: args.gpu_layers,
+        kv_cache: None,
         backend: None,
         backend_model: None,
         api_key_env: None,

@@ -27,6 +27,9 @@ pub struct BenchTests {
     /// Time to first token of a fixed number of new tokens behind growing cached prefixes: how
     /// an agent step's cost grows with the history it sits on.
     pub depth: bool,
+    /// Decoding behind growing cached prefixes, free and under the action grammar: what a
+    /// step deep in a run writes at (llama-bench's `tg64 @ dN`).
+    pub decode_depth: bool,
 }
 
 impl BenchTests {
@@ -36,9 +39,11 @@ impl BenchTests {
         grammar: true,
         reuse: true,
         depth: true,
+        decode_depth: true,
     };
 
-    /// Parses a comma-separated list of `prefill`, `decode`, `grammar`, `reuse`, `depth`.
+    /// Parses a comma-separated list of `prefill`, `decode`, `grammar`, `reuse`, `depth`,
+    /// `decode-depth`.
     pub fn parse(list: &str) -> Result<Self, String> {
         let mut t = BenchTests {
             prefill: false,
@@ -46,6 +51,7 @@ impl BenchTests {
             grammar: false,
             reuse: false,
             depth: false,
+            decode_depth: false,
         };
         for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match name {
@@ -54,9 +60,10 @@ impl BenchTests {
                 "grammar" => t.grammar = true,
                 "reuse" => t.reuse = true,
                 "depth" => t.depth = true,
+                "decode-depth" => t.decode_depth = true,
                 other => {
                     return Err(format!(
-                        "unknown benchmark {other:?} (choose from prefill, decode, grammar, reuse, depth)"
+                        "unknown benchmark {other:?} (choose from prefill, decode, grammar, reuse, depth, decode-depth)"
                     ))
                 }
             }
@@ -109,7 +116,26 @@ pub struct BenchReport {
     /// left out).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub depth: Vec<DepthPoint>,
+    /// One row per cached depth, in increasing order (depths that do not fit are left out).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decode_depth: Vec<DecodeDepthPoint>,
 }
+
+/// Decoding behind `depth` cached tokens: [`DECODE_DEPTH_TOKENS`] tokens free (end of turn
+/// masked), and a step's JSON action under the grammar.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DecodeDepthPoint {
+    pub depth: usize,
+    pub free_tokens: usize,
+    pub free_tps: f64,
+    pub grammar_tokens: usize,
+    pub grammar_tps: f64,
+}
+
+/// The cached depths `--tests decode-depth` measures, as llama-bench's `-d 0,1000,2000,3000`.
+pub const DECODE_DEPTHS: [usize; 4] = [0, 1000, 2000, 3000];
+/// Tokens decoded per depth point (llama-bench's `tg64`).
+pub const DECODE_DEPTH_TOKENS: usize = 64;
 
 /// New tokens evaluated behind `depth` cached tokens, as the engine runs them (short batches
 /// deep in the cache padded to llama.cpp's tiled attention kernel) and without the padding.
@@ -179,6 +205,13 @@ impl fmt::Display for BenchReport {
                 f,
                 "follow-up:  first token {reuse:.1} ms with KV reuse vs {full:.1} ms re-evaluating all {} tokens: {s:.1}x ({n} new tokens)",
                 h + n
+            )?;
+        }
+        for p in &self.decode_depth {
+            writeln!(
+                f,
+                "decode at depth {:>5}: {:.1} tok/s free ({} tokens), {:.1} tok/s under the action grammar ({} tokens)",
+                p.depth, p.free_tps, p.free_tokens, p.grammar_tps, p.grammar_tokens
             )?;
         }
         if let Some(base) = self.depth.iter().find(|p| p.depth > 0) {
@@ -415,7 +448,79 @@ pub fn run_bench(path: &Path, opts: &BenchOptions) -> Result<BenchReport, LlmErr
     if opts.tests.depth {
         report.depth = depth_points(&model, reps)?;
     }
+    if opts.tests.decode_depth {
+        report.decode_depth = decode_depth_points(&model, reps)?;
+    }
     Ok(report)
+}
+
+/// For each depth: the cache primed with `depth` tokens of text, then
+/// [`DECODE_DEPTH_TOKENS`] tokens decoded behind it, free; then, primed again, a JSON action
+/// under the grammar behind the same text and an instruction. Only decoding is timed.
+fn decode_depth_points(
+    model: &LoadedModel,
+    reps: usize,
+) -> Result<Vec<DecodeDepthPoint>, LlmError> {
+    let n_ctx = model.options().context_size as usize;
+    let greedy = SamplingParams::greedy();
+    let mut points = Vec::new();
+    for depth in DECODE_DEPTHS {
+        if depth + DECODE_DEPTH_TOKENS * 3 + 16 > n_ctx {
+            continue;
+        }
+        let cached = if depth == 0 {
+            "Once upon a time".to_string()
+        } else {
+            text_of_tokens(model, depth)?
+        };
+        let asked = format!(
+            "{cached}\nNext step, as one JSON action with a long thought about the text above:\n"
+        );
+        let prime = |text: &str| -> Result<(), LlmError> {
+            model.clear_cache()?;
+            run_one(
+                model,
+                GenerateRequest::new(Prompt::Text(text.to_string()))
+                    .sampling(greedy.clone())
+                    .max_tokens(1),
+                false,
+            )
+            .map(drop)
+        };
+        let mut point = DecodeDepthPoint {
+            depth,
+            ..Default::default()
+        };
+        let (mut free, mut constrained) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            prime(&cached)?;
+            let c = run_one(
+                model,
+                GenerateRequest::new(Prompt::Text(cached.clone()))
+                    .sampling(greedy.clone())
+                    .max_tokens(DECODE_DEPTH_TOKENS)
+                    .ignore_eos(true),
+                false,
+            )?;
+            point.free_tokens = c.usage.generated_tokens;
+            free.push(c.usage.decode_tokens_per_s());
+            prime(&asked)?;
+            let g = run_one(
+                model,
+                GenerateRequest::new(Prompt::Text(asked.clone()))
+                    .sampling(greedy.clone())
+                    .grammar(Grammar::JsonSchema(react_action_schema()))
+                    .max_tokens(DECODE_DEPTH_TOKENS),
+                false,
+            )?;
+            point.grammar_tokens = g.usage.generated_tokens;
+            constrained.push(g.usage.decode_tokens_per_s());
+        }
+        point.free_tps = median(free);
+        point.grammar_tps = median(constrained);
+        points.push(point);
+    }
+    Ok(points)
 }
 
 /// For each depth: prime the cache with `depth` tokens of text, then time the first token of the
@@ -486,7 +591,7 @@ mod tests {
     #[test]
     fn test_selection_parses() {
         assert_eq!(
-            BenchTests::parse("prefill,decode,grammar,reuse,depth").unwrap(),
+            BenchTests::parse("prefill,decode,grammar,reuse,depth,decode-depth").unwrap(),
             BenchTests::ALL
         );
         let d = BenchTests::parse("decode").unwrap();
@@ -540,9 +645,13 @@ pub fn run_served_bench(
         },
         "required": ["thought", "tool", "query"],
     });
+    // A different first line each round and each process, so no server reuses a prompt it
+    // saw before (a cached prompt would time the cache, not the prefill).
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     for round in 0..repetitions.max(1) {
-        // A different first line each round, so no server reuses the last round's prompt.
-        let text = format!("Round {round}. {topic}\nDescribe the workspace in detail.");
+        let text = format!("Round {round}-{nonce}. {topic}\nDescribe the workspace in detail.");
         let free = GenerateRequest::new(Prompt::chat(vec![ChatMessage::user(text.clone())]))
             .sampling(SamplingParams::greedy())
             .max_tokens(128)

@@ -297,3 +297,44 @@ fn a_discovered_model_keeps_its_listed_name_when_loaded() {
     assert_eq!(model.descriptor().name, listed.name);
     assert_eq!(model.info().path, file);
 }
+
+/// Issue 20: the KV cache's type is a load option. A quantized cache (llama.cpp needs flash
+/// attention for it, which the engine turns on) loads, generates, and is estimated at its size.
+#[test]
+fn a_quantized_kv_cache_loads_and_generates() {
+    use burrow::llm::llama::KvCacheType;
+    use burrow::llm::{LlamaEngine, LoadOptions};
+    let _g = common::exclusive();
+    let engine = LlamaEngine::new().unwrap();
+    let mut kv_bytes = Vec::new();
+    for kv in KvCacheType::ALL {
+        let options = LoadOptions {
+            context_size: Some(1024),
+            kv_cache: Some(kv),
+            ..Default::default()
+        };
+        let model = engine.load_blocking(&common::smollm2(), &options).unwrap();
+        assert_eq!(model.options().kv_cache, kv);
+        kv_bytes.push(model.memory_estimate().kv_cache);
+        let c = model
+            .generate(
+                GenerateRequest::new(chat("Name three colours."))
+                    .sampling(SamplingParams::greedy())
+                    .max_tokens(16)
+                    .ignore_eos(true),
+            )
+            .unwrap()
+            .complete()
+            .unwrap();
+        assert_eq!(c.usage.generated_tokens, 16, "{kv:?}: {:?}", c.text);
+        assert!(!c.text.trim().is_empty(), "{kv:?}");
+        engine.unload();
+    }
+    // f16, then q8_0 (34 bytes per 32 values), then q4_0 (18 per 32).
+    assert_eq!(kv_bytes[1] * 64, kv_bytes[0] * 34, "{kv_bytes:?}");
+    assert_eq!(kv_bytes[2] * 64, kv_bytes[0] * 18, "{kv_bytes:?}");
+    assert!(KvCacheType::parse("q5_1")
+        .unwrap_err()
+        .to_string()
+        .contains("q5_1"));
+}

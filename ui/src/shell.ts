@@ -138,7 +138,7 @@ export function renderStatus(): void {
       h("span", { class: "pill" }, `Loading ${m.loading.model} `, progressBar(m.loading.progress, 1, "Model loading")),
     );
   } else if (m.current) {
-    parts.push(h("span", { class: "pill", id: "current-model" }, `${m.current.name} · ${m.current.quantization}`));
+    parts.push(h("span", { class: "pill", id: "current-model" }, `${m.current.name} · ${m.current.remote ? `remote (${m.current.remote.backend})` : m.current.quantization}`));
   } else {
     parts.push(h("span", { class: "pill muted" }, "No model loaded"));
   }

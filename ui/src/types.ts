@@ -88,6 +88,7 @@ export interface ModelStatus {
   context_size: number;
   threads: number;
   gpu_layers: number;
+  kv_cache: KvCacheType;
   memory_bytes: number;
   load_ms: number;
   fallback_template: boolean;
@@ -249,7 +250,12 @@ export interface ModelSettings {
   context_size: number | null;
   threads: number | null;
   gpu_layers: number | null;
+  /// Absent: f16.
+  kv_cache?: KvCacheType | null;
 }
+
+/// What the KV cache stores keys and values as (the quantized ones turn on flash attention).
+export type KvCacheType = "f16" | "q8_0" | "q4_0";
 
 export interface Settings {
   protocol: string;

@@ -8,7 +8,7 @@ use std::sync::mpsc as std_mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use serde::Serialize;
@@ -341,12 +341,23 @@ impl LoadJob {
             return self.fail(LlmError::LoadCancelled { path });
         }
         let n_ctx = self.opts.context_size;
-        let ctx_params = LlamaContextParams::default()
+        let mut ctx_params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
             .with_n_batch(self.opts.batch_size)
             .with_n_ubatch(self.opts.batch_size)
             .with_n_threads(self.opts.threads as i32)
             .with_n_threads_batch(self.opts.threads_batch as i32);
+        if self.opts.kv_cache != super::KvCacheType::F16 {
+            // A quantized V cache works only under flash attention.
+            let kind = match self.opts.kv_cache {
+                super::KvCacheType::Q4_0 => KvCacheType::Q4_0,
+                _ => KvCacheType::Q8_0,
+            };
+            ctx_params = ctx_params
+                .with_type_k(kind)
+                .with_type_v(kind)
+                .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED);
+        }
         let mark = llama_log::mark();
         let ctx = match model.new_context(backend, ctx_params) {
             Ok(c) => c,

@@ -67,6 +67,55 @@ pub struct LoadOptions {
     /// Tokens per prompt-processing batch (default 512, at most the context size).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch_size: Option<u32>,
+    /// The KV cache's element type (default f16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache: Option<KvCacheType>,
+}
+
+/// What the KV cache stores keys and values as. The quantized types take half (q8_0) or a
+/// quarter (q4_0, plus block scales) of f16's memory and bandwidth, and need llama.cpp's flash
+/// attention, which the engine then turns on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum KvCacheType {
+    #[default]
+    #[serde(rename = "f16")]
+    F16,
+    #[serde(rename = "q8_0")]
+    Q8_0,
+    #[serde(rename = "q4_0")]
+    Q4_0,
+}
+
+impl KvCacheType {
+    pub const ALL: [KvCacheType; 3] = [KvCacheType::F16, KvCacheType::Q8_0, KvCacheType::Q4_0];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KvCacheType::F16 => "f16",
+            KvCacheType::Q8_0 => "q8_0",
+            KvCacheType::Q4_0 => "q4_0",
+        }
+    }
+
+    pub fn parse(name: &str) -> Result<Self, LlmError> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| LlmError::InvalidLoadOption {
+                option: "kv_cache",
+                reason: format!("{name:?} is none of f16, q8_0, q4_0"),
+            })
+    }
+
+    /// Bytes per cached element, block scales included (ggml's block sizes: 32 values with an
+    /// f16 scale).
+    fn bytes_per_element(self) -> f64 {
+        match self {
+            KvCacheType::F16 => 2.0,
+            KvCacheType::Q8_0 => 34.0 / 32.0,
+            KvCacheType::Q4_0 => 18.0 / 32.0,
+        }
+    }
 }
 
 /// Settled values of `LoadOptions` for one model.
@@ -77,6 +126,8 @@ pub struct ResolvedLoadOptions {
     pub threads_batch: u32,
     pub gpu_layers: u32,
     pub batch_size: u32,
+    #[serde(default)]
+    pub kv_cache: KvCacheType,
 }
 
 impl LoadOptions {
@@ -145,6 +196,7 @@ impl LoadOptions {
             threads_batch,
             gpu_layers,
             batch_size,
+            kv_cache: self.kv_cache.unwrap_or_default(),
         })
     }
 }
@@ -188,8 +240,10 @@ impl MemoryEstimate {
         let n_batch = u64::from(opts.batch_size);
         let cpu_layers = n_layer.saturating_sub(u64::from(opts.gpu_layers));
         let cpu_fraction = cpu_layers as f64 / n_layer as f64;
-        // K and V, f16, for every layer and position.
-        let kv_cache = (2 * n_ctx * n_layer * n_head_kv * head_dim * 2) as f64 * cpu_fraction;
+        // K and V for every layer and position.
+        let kv_cache = (2 * n_ctx * n_layer * n_head_kv * head_dim) as f64
+            * opts.kv_cache.bytes_per_element()
+            * cpu_fraction;
         // Activations for one batch plus attention scores, and the logits row.
         let vocab = info.vocab_size.unwrap_or(32000);
         let compute = n_batch * (n_embd * 32 + n_ctx * 4 * n_head) + vocab * 4 + (32 << 20);

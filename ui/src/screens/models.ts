@@ -9,7 +9,7 @@ import { formatBytes, formatMs, h, progressBar, replaceChildren, saveFocus } fro
 import { dispatch, getState, redraw, update } from "../loop";
 import { attempt, notify, views } from "../shell";
 import { isLive } from "../state";
-import type { CatalogueModel, ModelInfo, RemoteStatus } from "../types";
+import type { CatalogueModel, KvCacheType, ModelInfo, RemoteStatus } from "../types";
 import { saveSettings } from "./settings";
 
 export async function refreshModels(): Promise<void> {
@@ -236,6 +236,7 @@ export function renderModels(): void {
               fact("Context", `${current.context_size} tokens`),
               fact("Threads", String(current.threads)),
               fact("GPU layers", String(current.gpu_layers)),
+              fact("KV cache", current.kv_cache),
               fact("Memory", formatBytes(current.memory_bytes)),
               fact("Loaded in", formatMs(current.load_ms)),
               fact("File", current.path),
@@ -301,7 +302,7 @@ function fact(k: string, v: string): HTMLElement[] {
 const settingsForms = new Map<string, { saved: string; el: HTMLElement }>();
 
 function modelSettingsButton(mi: ModelInfo): HTMLElement {
-  const ms = getState().settings?.models[mi.path] ?? { context_size: null, threads: null, gpu_layers: null };
+  const ms = getState().settings?.models[mi.path] ?? { context_size: null, threads: null, gpu_layers: null, kv_cache: null };
   const saved = JSON.stringify(ms);
   const kept = settingsForms.get(mi.path);
   if (kept && kept.saved === saved) return kept.el;
@@ -315,6 +316,20 @@ function modelSettingsButton(mi: ModelInfo): HTMLElement {
     num("context_size", "Context size", ms.context_size, "default"),
     num("threads", "Threads", ms.threads, "auto"),
     num("gpu_layers", "GPU layers", ms.gpu_layers, "0"),
+    h(
+      "label",
+      null,
+      "KV cache",
+      h(
+        "select",
+        { name: "kv_cache" },
+        ["f16", "q8_0", "q4_0"].map((t) => {
+          const o = h("option", { value: t }, t);
+          o.selected = (ms.kv_cache ?? "f16") === t;
+          return o;
+        }),
+      ),
+    ),
     h("button", { type: "submit" }, "Save"),
     h("span", { class: "muted" }, " Applies at the next load."),
   );
@@ -327,7 +342,15 @@ function modelSettingsButton(mi: ModelInfo): HTMLElement {
     };
     void saveSettings((s) => ({
       ...s,
-      models: { ...s.models, [mi.path]: { context_size: read("context_size"), threads: read("threads"), gpu_layers: read("gpu_layers") } },
+      models: {
+        ...s.models,
+        [mi.path]: {
+          context_size: read("context_size"),
+          threads: read("threads"),
+          gpu_layers: read("gpu_layers"),
+          kv_cache: data.get("kv_cache") === "f16" ? null : (String(data.get("kv_cache")) as KvCacheType),
+        },
+      },
     }));
   });
   // Esc closes it as it would a menu, back on its summary for the keyboard.

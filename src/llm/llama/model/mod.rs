@@ -249,12 +249,13 @@ impl LoadedModel {
             .map_or(0, |d| d.as_nanos());
         let o = &self.options;
         h.update(format!(
-            "{}\0{}\0{modified}\0{}\0{}\0{}\0{}\0",
+            "{}\0{}\0{modified}\0{}\0{}\0{}\0{}\0{}\0",
             self.info.path.display(),
             self.info.file_size,
             o.context_size,
             o.batch_size,
             o.gpu_layers,
+            o.kv_cache.as_str(),
             env!("CARGO_PKG_VERSION"),
         ));
         for t in tokens {

@@ -1,0 +1,132 @@
+// Decode speed where users watch it (issue 20): the same agent task run in the desktop app (the
+// real WebKitGTK webview under Xvfb, streaming every token to the window) and by the CLI
+// (`burrow ask`), alternated round by round, each step's decode tok/s read from the kept run
+// records (`burrow runs show ID --json`: generated tokens / decode ms) and compared at the same
+// step (the same depth of history, give or take what the model wrote). Run by
+// scripts/bench-app-decode.sh.
+//
+// Variants (BENCH_VARIANTS, comma-separated; default all): app (as it ships), app-spin (OpenMP
+// threads that spin while they wait: OMP_WAIT_POLICY=ACTIVE), app-passive (that sleep:
+// PASSIVE), app-1t (one engine thread fewer), cli (the baseline), cli-spin, cli-passive.
+//
+// Environment: BURROW_APP, BURROW_CLI (both from the same build), BURROW_MODEL (a GGUF; default
+// SmolLM2), BENCH_ROUNDS (default 2), BENCH_STEPS (default 6).
+
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { openSession, sleep, startDriver } from "./webdriver.mjs";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const OUT = join(ROOT, "ui/test-results/bench");
+const APP = process.env.BURROW_APP ?? join(ROOT, "target/debug/burrow-app");
+const CLI = process.env.BURROW_CLI ?? join(ROOT, "target/debug/burrow");
+const MODEL = process.env.BURROW_MODEL ?? join(ROOT, "models/SmolLM2-135M-Instruct.Q4_1.gguf");
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const STEPS = Number(process.env.BENCH_STEPS ?? 6);
+const VARIANTS = (process.env.BENCH_VARIANTS ?? "app,app-spin,app-passive,app-1t,cli,cli-spin,cli-passive").split(",");
+const TASK = "Which commits changed how search ranks results, and which files implement the ranking?";
+const log = (...a) => console.error("[bench-decode]", ...a);
+
+const tmp = mkdtempSync(join(tmpdir(), "burrow-bench-decode-"));
+const home = join(tmp, "home");
+const env = { ...process.env, BURROW_HOME: home };
+delete env.BURROW_LOG;
+const cli = (args, extra = {}) => execFileSync(CLI, args, { env: { ...env, ...extra }, encoding: "utf8", maxBuffer: 1 << 28 });
+
+/// The settings both the app and the CLI run with: the step limit, and (for app-1t) one thread.
+function settings(threads) {
+  const models = threads ? { [MODEL]: { context_size: 8192, threads, gpu_layers: null } } : { [MODEL]: { context_size: 8192, threads: null, gpu_layers: null } };
+  mkdirSync(home, { recursive: true });
+  writeFileSync(join(home, "settings.json"), JSON.stringify({ max_steps: STEPS, models }));
+}
+
+function newestRun() {
+  const runs = JSON.parse(cli(["runs", "list", "--limit", "1", "--json"]));
+  return JSON.parse(cli(["runs", "show", String(runs[0].id), "--json"]));
+}
+
+/// Steps that decoded: index, prompt tokens, tokens, tok/s.
+function decodeFigures(run) {
+  return run.steps
+    .filter((s) => !s.automatic && s.generated_tokens > 1 && s.decode_ms > 0)
+    .map((s) => ({ index: s.index, prompt: s.prompt_tokens, tokens: s.generated_tokens, tps: (s.generated_tokens - 1) / (s.decode_ms / 1000) }));
+}
+
+const waitPolicy = (v) => (v.endsWith("-spin") ? { OMP_WAIT_POLICY: "ACTIVE" } : v.endsWith("-passive") ? { OMP_WAIT_POLICY: "PASSIVE" } : {});
+
+async function runApp(variant) {
+  settings(variant === "app-1t" ? Math.max(1, cpus().length - 1) : null);
+  const driver = await startDriver({ env: waitPolicy(variant) });
+  try {
+    const s = await openSession(driver, APP, ["--home", home, "--no-workspace", "--model", MODEL]);
+    try {
+      await s.until("the model", "const p = document.querySelector('#current-model'); return p ? p.textContent : null;", [], 120_000);
+      await s.keys("#task", `${TASK}\uE007`);
+      await s.until("the run to end", "const b = document.querySelector('.run-meta .badge'); return b && b.textContent !== 'Running' ? b.textContent : null;", [], 900_000);
+    } finally {
+      await s.close().catch(() => undefined);
+    }
+  } finally {
+    await driver.stop();
+  }
+  await sleep(500);
+  return newestRun();
+}
+
+function runCli(variant) {
+  settings(null);
+  cli(["ask", TASK, "-m", MODEL, "--ctx", "8192", "--max-steps", String(STEPS), "--json"], waitPolicy(variant));
+  return newestRun();
+}
+
+let failed = false;
+const results = {};
+try {
+  log(`indexing ${ROOT}`);
+  cli(["workspace", "add", ROOT, "--json"]);
+  for (let r = 0; r < ROUNDS; r++) {
+    // Alternate the order so neither side always runs on a cooler machine.
+    const order = r % 2 ? [...VARIANTS].reverse() : VARIANTS;
+    for (const v of order) {
+      const run = v.startsWith("app") ? await runApp(v) : runCli(v);
+      const figs = decodeFigures(run);
+      (results[v] ??= []).push(figs);
+      log(`round ${r + 1} ${v}: ${figs.map((f) => `#${f.index} ${f.tps.toFixed(1)}`).join(" ")} tok/s (${run.status})`);
+    }
+  }
+  // Per step index: the median tok/s of each variant, and its ratio to the CLI's.
+  const med = (xs) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length ? s[Math.floor(s.length / 2)] : NaN;
+  };
+  const indices = [...new Set(Object.values(results).flat(2).map((f) => f.index))].sort((a, b) => a - b);
+  const table = [];
+  for (const i of indices) {
+    const row = { step: i };
+    for (const v of VARIANTS) {
+      const at = (results[v] ?? []).flat().filter((f) => f.index === i);
+      if (at.length) row[v] = { tps: med(at.map((f) => f.tps)), prompt: med(at.map((f) => f.prompt)), n: at.length };
+    }
+    table.push(row);
+  }
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(join(OUT, "decode.json"), JSON.stringify({ model: MODEL, steps: STEPS, rounds: ROUNDS, results, table }, null, 2));
+  console.log(`# decode tok/s per step, medians of ${ROUNDS} rounds (prompt tokens in brackets); ratio to cli`);
+  console.log(["step", ...VARIANTS].map((c) => c.padStart(18)).join(""));
+  for (const row of table) {
+    const base = row.cli?.tps;
+    console.log(
+      [String(row.step), ...VARIANTS.map((v) => (row[v] ? `${row[v].tps.toFixed(1)} [${row[v].prompt}]${base && v !== "cli" ? ` ${(row[v].tps / base).toFixed(2)}x` : ""}` : "-"))]
+        .map((c) => c.padStart(18))
+        .join(""),
+    );
+  }
+} catch (e) {
+  failed = true;
+  console.error(`[bench-decode] ${e.stack ?? e}`);
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
