@@ -13,6 +13,7 @@ use burrow::agent::protocol::PROTOCOLS;
 use burrow::agent::record::RunRecord;
 use burrow::agent::RunOutcome;
 use burrow::app::models::RemoteStatus;
+use burrow::app::stream::{self, Coalesce};
 use burrow::app::{
     App, AppError, AppEvent, CatalogueModel, ModelStatus, RunTask, ServeStatus, Settings,
 };
@@ -116,6 +117,13 @@ fn forward(channel: Channel<AppEvent>) -> impl FnMut(AppEvent) + Send + 'static 
             tracing::debug!("an event was not delivered to the page: {e}");
         }
     }
+}
+
+/// Forwards a run's events, its text merged for a short window (`burrow::app::stream`): each
+/// event costs the webview a script evaluation on the cores the model decodes on.
+fn forward_run(channel: Channel<AppEvent>) -> impl FnMut(AppEvent) + Send + 'static {
+    let mut merged = Coalesce::new(stream::WINDOW, forward(channel));
+    move |event| merged.push(event)
 }
 
 /// Embeds what the workspace has no vectors for yet on a worker thread, reporting over
@@ -306,7 +314,7 @@ async fn start_run(
     on_event: Channel<AppEvent>,
 ) -> CommandResult<RunOutcome> {
     blocking(&shell.app, move |app| {
-        app.run(RunTask::New(task), &mut forward(on_event))
+        app.run(RunTask::New(task), &mut forward_run(on_event))
     })
     .await
 }
@@ -319,7 +327,7 @@ async fn resume_run(
     on_event: Channel<AppEvent>,
 ) -> CommandResult<RunOutcome> {
     blocking(&shell.app, move |app| {
-        app.run(RunTask::Resume(id), &mut forward(on_event))
+        app.run(RunTask::Resume(id), &mut forward_run(on_event))
     })
     .await
 }

@@ -11,6 +11,7 @@ pub mod meaning;
 pub mod models;
 pub mod serve;
 pub mod settings;
+pub mod stream;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
