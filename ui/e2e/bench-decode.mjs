@@ -17,7 +17,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { openSession, sleep, startDriver } from "./webdriver.mjs";
+import { appProcesses, openSession, sleep, startDriver } from "./webdriver.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const OUT = join(ROOT, "ui/test-results/bench");
@@ -83,9 +83,9 @@ async function runApp(variant) {
     await driver.stop();
   }
   // An app still running would take the cores from the next measurement.
-  for (let i = 0; appProcesses().length > 0; i++) {
+  for (let i = 0; appProcesses(home).length > 0; i++) {
     if (i === 100) {
-      const left = appProcesses();
+      const left = appProcesses(home);
       log(`the app was still running 10 s after its window closed (pids ${left.join(", ")}): killed`);
       for (const pid of left) process.kill(Number(pid), "SIGKILL");
     }
@@ -139,19 +139,6 @@ function cpuSeconds() {
   return totals;
 }
 
-/// The app processes started on this benchmark's Burrow home.
-function appProcesses() {
-  const pids = [];
-  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      if (args.includes(home) && args[0].endsWith("burrow-app")) pids.push(pid);
-    } catch {
-      // gone between the listing and the read
-    }
-  }
-  return pids;
-}
 
 function runCli(variant) {
   settings(null);

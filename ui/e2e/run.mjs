@@ -13,11 +13,11 @@
 // Environment: BURROW_APP (the app binary), BURROW_MODEL (a GGUF), TAURI_DRIVER (the driver).
 
 import { execFileSync } from "node:child_process";
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { openSession, sleep, startDriver } from "./webdriver.mjs";
+import { appProcesses, openSession, sleep, startDriver } from "./webdriver.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const OUT = join(ROOT, "ui/test-results/e2e");
@@ -124,19 +124,6 @@ gitRepo(
 );
 mkdirSync(OUT, { recursive: true });
 
-/// The app processes started on this test's Burrow home (by their command lines).
-function appProcesses() {
-  const pids = [];
-  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
-    try {
-      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      if (args.includes(home) && args[0].endsWith("burrow-app")) pids.push(pid);
-    } catch {
-      // gone between the listing and the read
-    }
-  }
-  return pids;
-}
 
 // ---- the session in use ----
 
@@ -527,8 +514,8 @@ try {
     // the run's lock, and the next start rightly leaves a run whose process lives as running (on
     // CI the run stayed running after the restart, most likely so: the app outlived the driver).
     const t0 = Date.now();
-    while (appProcesses().length > 0) {
-      if (Date.now() - t0 > 30_000) throw new Error(`the app did not exit within 30 s of its window closing: pid ${appProcesses().join(", ")}`);
+    while (appProcesses(home).length > 0) {
+      if (Date.now() - t0 > 30_000) throw new Error(`the app did not exit within 30 s of its window closing: pid ${appProcesses(home).join(", ")}`);
       await sleep(100);
     }
     log(`the closed app was gone ${Date.now() - t0} ms after the driver`);

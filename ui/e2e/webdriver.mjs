@@ -1,11 +1,25 @@
 // Plain WebDriver over fetch (HTTP + JSON, no client library), for driving the real app through
 // tauri-driver in front of WebKitWebDriver. Shared by the end-to-end tests (run.mjs) and the UI
-// benchmark (bench.mjs).
+// benchmarks (bench.mjs, bench-decode.mjs).
 
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 
 const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
+
+/// The app processes started on the Burrow home `home` (by their command lines).
+export function appProcesses(home) {
+  const pids = [];
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      if (args.includes(home) && args[0].endsWith("burrow-app")) pids.push(pid);
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return pids;
+}
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /// Starts tauri-driver on `port` and waits until it answers. `env` adds to the environment
