@@ -171,6 +171,60 @@ fn a_turn_through_llama_server_is_the_turn_the_engine_here_writes() {
     );
 }
 
+/// Issue 19: through the chat endpoint llama-server tokenized the previous reply again, and a
+/// reply written under a grammar splits differently when re-read, so the server's cache was of
+/// no use from there on and each agent step evaluated the last one's reply again (about 55
+/// tokens a step). The prompt now goes as ids, the reply's as sampled: the next turn reuses
+/// all of the last one.
+#[test]
+fn the_next_turn_reuses_the_servers_cache_of_the_last_reply() {
+    let server = llama_server();
+    let remote = RemoteModel::connect(RemoteOptions::new(server.url.clone())).unwrap();
+    let schema = json!({
+        "type": "object",
+        "properties": {"thought": {"type": "string", "maxLength": 120}, "tool": {"enum": ["search", "read_file"]}},
+        "required": ["thought", "tool"],
+    });
+    let mut messages = vec![ChatMessage::user(
+        "Plan how to find where the configuration file is parsed. Answer as JSON.",
+    )];
+    let turn = |messages: &[ChatMessage]| {
+        GenerateRequest::new(Prompt::chat(messages.to_vec()))
+            .sampling(SamplingParams::greedy())
+            .grammar(Grammar::JsonSchema(schema.clone()))
+            .max_tokens(60)
+    };
+    let first = remote
+        .generate(turn(&messages))
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert!(first.usage.generated_tokens > 10, "{:?}", first.usage);
+    messages.push(ChatMessage::assistant(first.text.clone()));
+    messages.push(ChatMessage::user("Observation: nothing found. Try again."));
+    let second = remote
+        .generate(turn(&messages))
+        .unwrap()
+        .complete()
+        .unwrap();
+    // All of the first prompt and of what the model wrote (its last token was sampled, not
+    // yet evaluated) is in the server's cache and used.
+    let held = first.usage.prompt_tokens + first.usage.generated_tokens - 1;
+    assert!(
+        second.usage.cached_tokens >= held,
+        "cached {} of the {held} the server holds: {:?}",
+        second.usage.cached_tokens,
+        second.usage
+    );
+    // Read again whole by a fresh server, the same prompt is other tokens: the split the
+    // model sampled is not the one the tokenizer makes.
+    let fresh_server = llama_server();
+    let fresh = RemoteModel::connect(RemoteOptions::new(fresh_server.url.clone())).unwrap();
+    let again = fresh.generate(turn(&messages)).unwrap().complete().unwrap();
+    assert_eq!(again.usage.cached_tokens, 0);
+    assert!(again.usage.prompt_tokens > 50, "{:?}", again.usage);
+}
+
 #[test]
 fn a_cancelled_generation_frees_the_server_at_once() {
     let server = llama_server();

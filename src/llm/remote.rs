@@ -10,10 +10,18 @@
 //! as `response_format`, other grammars cannot be enforced (the usage says so, and the agent's
 //! parser takes what comes), and tokens are counted with tiktoken's cl100k, an estimate.
 //!
+//! To llama-server, prompts without native tools go to its own `/completion` as token ids
+//! instead: the prompt rendered by its `/apply-template`, and where it continues the last
+//! request, that request's ids and the ids the model generated, as sampled. Through the chat
+//! endpoint the server tokenized the previous reply again, which under a grammar often splits
+//! differently from how it was sampled, and its KV cache was of no use from there on (an agent
+//! step re-read the whole previous step); the in-process engine keeps the sampled tokens the
+//! same way (`tokenize_after_last`).
+//!
 //! An API key is read from an environment variable named in the settings, never stored; it goes
 //! in the `Authorization` header only, and no error or `Debug` output shows it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -132,6 +140,45 @@ struct Inner {
     server: Server,
     info: RemoteInfo,
     idle_timeout: Duration,
+    /// llama-server: the last prompt sent as ids, and what the model wrote after it.
+    last: Mutex<Option<LastIds>>,
+}
+
+/// A prompt sent as token ids, and the reply's ids in groups that each spell a piece of its
+/// text, so that a later prompt continuing it reuses the ids the server's cache holds.
+#[derive(Debug, Default, Clone)]
+struct LastIds {
+    text: String,
+    ids: Vec<i64>,
+    generated: Vec<(Vec<i64>, String)>,
+}
+
+impl LastIds {
+    /// The ids of `text` as far as it continues this prompt and its reply, and where in
+    /// `text` the rest begins. Only whole groups count: a group cut by the new text would be
+    /// spelled differently.
+    fn prefix_of(&self, text: &str) -> Option<(Vec<i64>, usize)> {
+        if self.ids.is_empty() || !text.starts_with(&self.text) {
+            return None;
+        }
+        let mut ids = self.ids.clone();
+        let mut at = self.text.len();
+        for (group, piece) in &self.generated {
+            if !text[at..].starts_with(piece.as_str()) {
+                break;
+            }
+            ids.extend(group);
+            at += piece.len();
+        }
+        Some((ids, at))
+    }
+}
+
+/// A prompt that goes to llama-server's `/completion` as token ids, once rendered.
+enum NativePrompt {
+    /// Messages in OpenAI's shape, rendered by the server's `/apply-template`.
+    Chat(Value),
+    Text(String),
 }
 
 /// The server's address and how to reach it: every request to it goes out through `request`,
@@ -316,6 +363,7 @@ impl RemoteModel {
                 server,
                 info,
                 idle_timeout: options.idle_timeout,
+                last: Mutex::new(None),
             }),
             runtime: Some(runtime),
         })
@@ -346,14 +394,40 @@ impl RemoteModel {
         Ok(rt.block_on(f))
     }
 
-    fn body(&self, request: &GenerateRequest) -> Result<(Value, &'static str, bool), LlmError> {
+    fn body(
+        &self,
+        request: &GenerateRequest,
+    ) -> Result<(Value, &'static str, bool, Option<NativePrompt>), LlmError> {
         let info = &self.inner.info;
+        let llama = info.kind == ServerKind::LlamaServer;
         let mut body = json!({
             "model": info.model,
             "stream": true,
             "stream_options": {"include_usage": true},
         });
+        let native = match &request.prompt {
+            Prompt::Chat {
+                messages,
+                tools,
+                untrusted,
+            } if llama && tools.as_ref().is_none_or(|t| t.is_empty()) => {
+                Some(NativePrompt::Chat(Value::Array(
+                    messages
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| openai_message(m, m.role == "tool" || untrusted.contains(&i)))
+                        .collect(),
+                )))
+            }
+            Prompt::Text(t) if llama => Some(NativePrompt::Text(t.clone())),
+            Prompt::Segments(s) if llama => Some(NativePrompt::Text(segments_text(s))),
+            _ => None,
+        };
         let endpoint = match &request.prompt {
+            _ if native.is_some() => {
+                body["return_tokens"] = json!(true);
+                "/completion"
+            }
             Prompt::Chat {
                 messages,
                 tools,
@@ -379,17 +453,7 @@ impl RemoteModel {
                 "/v1/completions"
             }
             Prompt::Segments(s) => {
-                let text: String = s
-                    .iter()
-                    .map(|seg| {
-                        if seg.trusted {
-                            seg.text.clone()
-                        } else {
-                            defang(&seg.text)
-                        }
-                    })
-                    .collect();
-                body["prompt"] = Value::String(text);
+                body["prompt"] = Value::String(segments_text(s));
                 "/v1/completions"
             }
         };
@@ -424,8 +488,32 @@ impl RemoteModel {
             None => true,
             Some(g) => apply_grammar(&mut body, g, info.kind)?,
         };
-        Ok((body, endpoint, constrained))
+        if native.is_some() {
+            // `/completion` reads a schema from its own field.
+            if let Some(schema) = body
+                .as_object_mut()
+                .and_then(|o| o.remove("response_format"))
+                .and_then(|f| f.pointer("/json_schema/schema").cloned())
+            {
+                body["json_schema"] = schema;
+            }
+        }
+        Ok((body, endpoint, constrained, native))
     }
+}
+
+/// A prompt of segments as one text, the untrusted ones defanged (see [`defang`]).
+fn segments_text(segments: &[super::engine::PromptSegment]) -> String {
+    segments
+        .iter()
+        .map(|seg| {
+            if seg.trusted {
+                seg.text.clone()
+            } else {
+                defang(&seg.text)
+            }
+        })
+        .collect()
 }
 
 /// Puts `grammar` in the request as the server understands it; false when it cannot be
@@ -708,12 +796,18 @@ struct Progress {
     timings: Option<Value>,
     /// Native tool calls, assembled from their deltas: (name, arguments text).
     tool_calls: Vec<(String, String)>,
+    /// `/completion`: the reply's ids, grouped with the text each group spells (ids whose
+    /// text the server held back join the next piece it sends).
+    groups: Vec<(Vec<i64>, String)>,
+    held: Vec<i64>,
+    ids_broken: bool,
 }
 
 /// One request to send, with what its usage needs to know.
 struct Job {
     endpoint: &'static str,
     body: Value,
+    native: Option<NativePrompt>,
     max_tokens: Option<usize>,
     started: Instant,
     setup_ms: f64,
@@ -730,7 +824,8 @@ impl Inner {
     async fn run(self: Arc<Self>, job: Job, sink: GenerationSink) {
         let Job {
             endpoint,
-            body,
+            mut body,
+            native,
             max_tokens,
             started,
             setup_ms,
@@ -745,11 +840,27 @@ impl Inner {
             usage: None,
             timings: None,
             tool_calls: Vec::new(),
+            groups: Vec::new(),
+            held: Vec::new(),
+            ids_broken: false,
         };
+        let mut sent: Option<LastIds> = None;
         let mut attempt = 0;
         let outcome = loop {
             attempt += 1;
-            match self.stream(endpoint, &body, &sink, &mut progress).await {
+            let step = async {
+                if let (Some(native), None) = (&native, &sent) {
+                    let ids = self.prompt_ids(native).await.map_err(StreamEnd::Failed)?;
+                    body["prompt"] = json!(ids.ids);
+                    sent = Some(ids);
+                }
+                self.stream(endpoint, &body, &sink, &mut progress).await
+            };
+            let result = tokio::select! {
+                r = step => r,
+                _ = cancelled(&sink) => Err(StreamEnd::Cancelled),
+            };
+            match result {
                 Ok(()) => break Ok(()),
                 Err(StreamEnd::Cancelled) => break Err(StreamEnd::Cancelled),
                 Err(StreamEnd::Failed(e)) => {
@@ -767,6 +878,17 @@ impl Inner {
             }
         };
         let usage = usage_of(&progress, started, setup_ms, constrained);
+        if native.is_some() {
+            let kept = match (&outcome, sent) {
+                (Ok(()), Some(mut last)) => {
+                    last.generated = std::mem::take(&mut progress.groups);
+                    Some(last)
+                }
+                // Whatever the server's cache holds now, the next prompt is tokenized whole.
+                _ => None,
+            };
+            *self.last.lock().unwrap_or_else(|e| e.into_inner()) = kept;
+        }
         match outcome {
             Ok(()) => {
                 let stop = match progress.finish.as_deref() {
@@ -883,6 +1005,9 @@ impl Inner {
         if let Some(t) = v.get("timings") {
             progress.timings = Some(t.clone());
         }
+        if v.get("choices").is_none() && v.get("stop").is_some() {
+            return self.native_event(&v, sink, progress);
+        }
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(());
         };
@@ -922,6 +1047,91 @@ impl Inner {
             progress.finish = Some(f.to_string());
         }
         Ok(())
+    }
+
+    /// An event of llama-server's `/completion`: a piece of text with the ids it came from,
+    /// or the last one, with why it stopped.
+    fn native_event(
+        &self,
+        v: &Value,
+        sink: &GenerationSink,
+        progress: &mut Progress,
+    ) -> Result<(), StreamEnd> {
+        if let Some(ids) = v.get("tokens").and_then(Value::as_array) {
+            progress.held.extend(ids.iter().filter_map(Value::as_i64));
+        }
+        let piece = v.get("content").and_then(Value::as_str).unwrap_or_default();
+        if !piece.is_empty() {
+            progress.first_token.get_or_insert_with(Instant::now);
+            progress.pieces += 1;
+            progress.text.push_str(piece);
+            // The server sends no event for a token that ends inside a character, so a
+            // piece beyond ASCII may lack an id: the reply's ids are trusted up to there.
+            let ids = std::mem::take(&mut progress.held);
+            if piece.is_ascii() && !ids.is_empty() && !progress.ids_broken {
+                progress.groups.push((ids, piece.to_string()));
+            } else {
+                progress.ids_broken = true;
+            }
+            if !sink.send(GenerationEvent::Token(piece.to_string())) {
+                return Err(StreamEnd::Cancelled);
+            }
+        }
+        if v.get("stop").and_then(Value::as_bool) == Some(true) {
+            let stop = v.get("stop_type").and_then(Value::as_str).unwrap_or("eos");
+            progress.finish = Some(if stop == "limit" { "length" } else { "stop" }.to_string());
+        }
+        Ok(())
+    }
+
+    /// The ids of a prompt for `/completion`: rendered by the server where it is a chat, the
+    /// part that continues the last request as that request's ids, and the rest tokenized
+    /// by the server as its chat endpoint would (special tokens parsed: workspace text in it
+    /// is defanged).
+    async fn prompt_ids(&self, prompt: &NativePrompt) -> Result<LastIds, LlmError> {
+        let root = &self.info.url;
+        let text = match prompt {
+            NativePrompt::Text(t) => t.clone(),
+            NativePrompt::Chat(messages) => {
+                let v = self
+                    .server
+                    .post("/apply-template", &json!({"messages": messages}))
+                    .await?;
+                v.get("prompt")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .ok_or_else(|| {
+                        remote_err(
+                            root,
+                            format!("/apply-template gave {}", quote(&v.to_string())),
+                            false,
+                        )
+                    })?
+            }
+        };
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (mut ids, at) = last
+            .and_then(|l| l.prefix_of(&text))
+            .unwrap_or((Vec::new(), 0));
+        let rest = &text[at..];
+        if !rest.is_empty() || ids.is_empty() {
+            let body =
+                json!({"content": rest, "add_special": ids.is_empty(), "parse_special": true});
+            let v = self.server.post("/tokenize", &body).await?;
+            let got = v.get("tokens").and_then(Value::as_array).ok_or_else(|| {
+                remote_err(
+                    root,
+                    format!("/tokenize gave {}", quote(&v.to_string())),
+                    false,
+                )
+            })?;
+            ids.extend(got.iter().filter_map(Value::as_i64));
+        }
+        Ok(LastIds {
+            text,
+            ids,
+            generated: Vec::new(),
+        })
     }
 
     /// Native tool calls become text in the Hermes form (`<tool_call>{…}</tool_call>`), which
@@ -1005,7 +1215,7 @@ impl LanguageModel for RemoteModel {
 
     fn generate(&self, request: GenerateRequest) -> Result<Generation, LlmError> {
         let started = Instant::now();
-        let (body, endpoint, constrained) = self.body(&request)?;
+        let (body, endpoint, constrained, native) = self.body(&request)?;
         let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (generation, sink) = Generation::channel();
         let rt = self
@@ -1016,6 +1226,7 @@ impl LanguageModel for RemoteModel {
         let job = Job {
             endpoint,
             body,
+            native,
             max_tokens: request.max_tokens,
             started,
             setup_ms,
