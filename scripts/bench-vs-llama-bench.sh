@@ -12,6 +12,10 @@
 # (with its default KV cache, then q8_0 with flash attention) with `burrow bench --tests
 # decode-depth` (free and under the action grammar; f16, then q8_0): decoding deep in a run.
 #
+# BACKEND=cuda or BACKEND=vulkan (environment) runs both on the GPU, built by
+# scripts/build-gpu.sh with that backend: every layer offloaded (llama-bench -ngl 99; Burrow's
+# default), the device named in the report.
+#
 # llama-cpp-sys-2 ships llama.cpp without tools/*.cpp, so llama-bench.cpp is taken from the
 # llama_cpp_python sdist on PyPI (whose vendored llama.cpp carries it) and compiled, unchanged,
 # against the crate's vendored tree. Everything is built under scripts/.llama-bench (ignored).
@@ -23,50 +27,33 @@ THREADS=${2:-$(nproc)}
 ROUNDS=${3:-10}
 DEPTH_ROUNDS=${4:-3}
 DECODE_ROUNDS=${5:-3}
+BACKEND=${BACKEND:-cpu}
 WORK=$ROOT/scripts/.llama-bench
-SDIST_VERSION=0.3.36
 log() { echo "[bench] $*" >&2; }
 # shellcheck source=scripts/llama-cmake.sh
 source "$ROOT/scripts/llama-cmake.sh"
 
 [[ -f $MODEL ]] || { echo "model not found: $MODEL (run: python3 models/fetch.py)" >&2; exit 1; }
 
-VENDORED=$(cargo metadata --format-version 1 2>/dev/null | python3 -c '
-import json, os, sys
-meta = json.load(sys.stdin)
-pkg = next(p for p in meta["packages"] if p["name"] == "llama-cpp-sys-2")
-print(os.path.join(os.path.dirname(pkg["manifest_path"]), "llama.cpp"))')
+VENDORED=$(llama_vendored_tree)
 log "vendored llama.cpp: $VENDORED"
 
-BENCH_BIN=$WORK/build/bin/llama-bench
-if [[ ! -x $BENCH_BIN ]]; then
-  mkdir -p "$WORK"
-  if [[ ! -d $WORK/sdist ]]; then
-    log "downloading llama_cpp_python==$SDIST_VERSION (sdist) for llama-bench.cpp"
-    python3 -m pip download --no-deps --no-binary :all: -d "$WORK/dl" "llama_cpp_python==$SDIST_VERSION" >/dev/null
-    mkdir -p "$WORK/sdist"
-    tar xzf "$WORK/dl/llama_cpp_python-$SDIST_VERSION.tar.gz" -C "$WORK/sdist" \
-      --wildcards "*/vendor/llama.cpp/tools/llama-bench/*"
-  fi
-  log "preparing the source tree"
-  rm -rf "$WORK/src"
-  cp -r "$VENDORED" "$WORK/src"
-  chmod -R u+w "$WORK/src"
-  cp "$WORK"/sdist/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp/tools/llama-bench/*.cpp \
-     "$WORK"/sdist/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp/tools/llama-bench/CMakeLists.txt \
-     "$WORK/src/tools/llama-bench/"
-  # Only llama-bench: the other tools' sources are not in the crate.
-  printf 'find_package(Threads REQUIRED)\nllama_add_compile_flags()\nadd_subdirectory(llama-bench)\n' \
-    > "$WORK/src/tools/CMakeLists.txt"
-  log "building llama-bench (Release, the engine's CPU flags)"
-  llama_cmake_configure "$WORK/src" "$WORK/build" "$WORK/cmake.log" -DLLAMA_BUILD_SERVER=OFF
-  cmake --build "$WORK/build" --target llama-bench -j"$(nproc)" >"$WORK/build.log" 2>&1 \
-    || { tail -30 "$WORK/build.log"; exit 1; }
-fi
-
-log "building burrow (release)"
-cargo build --release --quiet
-BURROW=$ROOT/target/release/burrow
+case $BACKEND in
+  cpu)
+    BENCH_BIN=$(llama_bench_build "$WORK" "$VENDORED" "$WORK/build" -DLLAMA_BUILD_SERVER=OFF)
+    log "building burrow (release)"
+    cargo build --release --quiet
+    BURROW=$ROOT/target/release/burrow
+    GPU_ARGS=()
+    ;;
+  cuda|vulkan)
+    read -r BURROW BENCH_BIN < <(scripts/build-gpu.sh "$BACKEND")
+    # Every layer on the GPU: llama-bench's -ngl 99; Burrow's default offloads them all.
+    GPU_ARGS=(-ngl 99)
+    ;;
+  *) echo "BACKEND must be cpu, cuda or vulkan, not $BACKEND" >&2; exit 2 ;;
+esac
+log "backend $BACKEND: $BURROW beside $BENCH_BIN"
 
 OUT=$WORK/results
 mkdir -p "$OUT"
@@ -77,25 +64,25 @@ rm -f "$OUT"/*.jsonl
 compact() { python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))'; }
 for round in $(seq 1 "$ROUNDS"); do
   log "round $round/$ROUNDS"
-  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 512 -n 0 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-prefill.jsonl"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" "${GPU_ARGS[@]}" -p 512 -n 0 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-prefill.jsonl"
   "$BURROW" bench --model "$MODEL" --threads "$THREADS" --tests prefill --repetitions 1 --json \
     | compact >>"$OUT/bu-prefill.jsonl"
-  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 0 -n 128 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-decode.jsonl"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" "${GPU_ARGS[@]}" -p 0 -n 128 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-decode.jsonl"
   "$BURROW" bench --model "$MODEL" --threads "$THREADS" --tests decode --repetitions 1 --json \
     | compact >>"$OUT/bu-decode.jsonl"
 done
 for round in $(seq 1 "$DEPTH_ROUNDS"); do
   log "depth round $round/$DEPTH_ROUNDS"
-  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 48 -n 0 -d 0,700,1600,2600 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-depth.jsonl"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" "${GPU_ARGS[@]}" -p 48 -n 0 -d 0,700,1600,2600 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-depth.jsonl"
   "$BURROW" bench --model "$MODEL" --threads "$THREADS" --ctx 4096 --tests depth --repetitions 1 --json \
     | compact >>"$OUT/bu-depth.jsonl"
 done
 for round in $(seq 1 "$DECODE_ROUNDS"); do
   log "decode-at-depth round $round/$DECODE_ROUNDS"
-  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 0 -n 64 -d 0,1000,2000,3000 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-tgdepth.jsonl"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" "${GPU_ARGS[@]}" -p 0 -n 64 -d 0,1000,2000,3000 -r 1 -o jsonl 2>/dev/null >>"$OUT/lb-tgdepth.jsonl"
   "$BURROW" bench --model "$MODEL" --threads "$THREADS" --ctx 4096 --tests decode-depth --repetitions 1 --json \
     | compact >>"$OUT/bu-tgdepth.jsonl"
-  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" -p 0 -n 64 -d 0,1000,2000,3000 -r 1 -fa 1 -ctk q8_0 -ctv q8_0 -o jsonl 2>/dev/null >>"$OUT/lb-tgdepth-q8.jsonl"
+  "$BENCH_BIN" -m "$MODEL" -t "$THREADS" "${GPU_ARGS[@]}" -p 0 -n 64 -d 0,1000,2000,3000 -r 1 -fa 1 -ctk q8_0 -ctv q8_0 -o jsonl 2>/dev/null >>"$OUT/lb-tgdepth-q8.jsonl"
   "$BURROW" bench --model "$MODEL" --threads "$THREADS" --ctx 4096 --kv-cache q8_0 --tests decode-depth --repetitions 1 --json \
     | compact >>"$OUT/bu-tgdepth-q8.jsonl"
 done
@@ -115,6 +102,9 @@ def line(name, lb, bu):
     print(f"{name}  llama-bench {med(lb):7.1f} tok/s   burrow {med(bu):7.1f} tok/s   "
           f"ratio of medians {med(bu)/med(lb):.2f}x   median paired ratio {paired:.2f}x")
 print(f"threads {threads}, {rounds} alternating rounds")
+device = next((r for name in ("lb-decode", "lb-tgdepth") for r in rows(name)), {})
+print(f"llama-bench's backends: {device.get('backends', '?')}; GPU: {device.get('gpu_info') or 'none'}; "
+      f"CPU: {device.get('cpu_info', '?')}")
 if rows("lb-prefill"):
     line("prefill 512:", [r["avg_ts"] for r in rows("lb-prefill")], [r["prefill_tps"] for r in rows("bu-prefill")])
     line("decode 128: ", [r["avg_ts"] for r in rows("lb-decode")], [r["decode_tps"] for r in rows("bu-decode")])

@@ -110,6 +110,8 @@ impl Fixture {
             context_size: 4096,
             threads: 2,
             gpu_layers: 0,
+            layers: 31,
+            gpus: Vec::new(),
             kv_cache: Default::default(),
             memory_bytes: 1 << 20,
             load_ms: 1.0,

@@ -193,7 +193,11 @@ pub struct ModelStatus {
     pub quantization: String,
     pub context_size: u32,
     pub threads: u32,
+    /// Layers offloaded to the GPU, of `layers` (the blocks and the output layer).
     pub gpu_layers: u32,
+    pub layers: u32,
+    /// The GPUs llama.cpp sees and their memory in use now (none in a CPU build).
+    pub gpus: Vec<crate::llm::llama::GpuDevice>,
     /// What the KV cache stores keys and values as.
     pub kv_cache: crate::llm::llama::KvCacheType,
     /// Host memory the model takes: weights, KV cache and compute buffers (estimated from its
@@ -237,6 +241,12 @@ impl ModelStatus {
             context_size: o.context_size,
             threads: o.threads,
             gpu_layers: o.gpu_layers,
+            layers: info.block_count.unwrap_or(0) as u32 + 1,
+            gpus: if o.gpu_layers > 0 {
+                crate::llm::llama::gpu_devices()
+            } else {
+                Vec::new()
+            },
             kv_cache: o.kv_cache,
             memory_bytes: m.memory_estimate().total(),
             load_ms: m.load_ms(),
@@ -253,6 +263,8 @@ impl ModelStatus {
             context_size: u32::try_from(info.context_length).unwrap_or(u32::MAX),
             threads: 0,
             gpu_layers: 0,
+            layers: 0,
+            gpus: Vec::new(),
             kv_cache: Default::default(),
             memory_bytes: 0,
             load_ms: connect_ms,

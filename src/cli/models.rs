@@ -110,7 +110,8 @@ pub struct ModelArgs {
     /// CPU threads.
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Layers to offload to the GPU (GPU builds).
+    /// Layers to offload to the GPU (GPU builds; default: all of them, or as many as fit in
+    /// the GPU's free memory with the context asked for).
     #[arg(long, value_name = "N")]
     pub gpu_layers: Option<u32>,
     /// The KV cache's element type: f16 (default), q8_0 or q4_0 (half or a quarter of the

@@ -87,13 +87,23 @@ export interface ModelStatus {
   quantization: string;
   context_size: number;
   threads: number;
+  /// Layers offloaded to the GPU, of `layers` (the blocks and the output layer).
   gpu_layers: number;
+  layers: number;
+  /// The GPUs llama.cpp sees, with their memory now (none in a CPU build).
+  gpus: GpuDevice[];
   kv_cache: KvCacheType;
   memory_bytes: number;
   load_ms: number;
   fallback_template: boolean;
   /// A model served elsewhere: `path` is its server's address.
   remote: RemoteUse | null;
+}
+
+export interface GpuDevice {
+  name: string;
+  memory_total: number;
+  memory_free: number;
 }
 
 /// What an OpenAI-compatible server said of itself when Burrow connected.

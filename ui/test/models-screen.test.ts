@@ -94,3 +94,24 @@ describe("the Models screen's downloads", () => {
     expect([retry.textContent, retry.disabled]).toEqual(["Retry", false]);
   });
 });
+
+describe("the model in use", () => {
+  // Issue 20: a GPU build says how many layers went to the GPU and the memory in use there.
+  it("shows the layers offloaded of all, and each GPU's memory in use", () => {
+    const model = {
+      name: "Qwen", path: "/models/q.gguf", quantization: "Q4_K_M", context_size: 8192, threads: 8,
+      gpu_layers: 20, layers: 29, kv_cache: "f16" as const, memory_bytes: 1 << 30, load_ms: 1,
+      fallback_template: false, remote: null,
+      gpus: [{ name: "NVIDIA H100 (CUDA)", memory_total: 80 * 2 ** 30, memory_free: 60 * 2 ** 30 }],
+    };
+    loop.update({ kind: "ui_info", info: { version: "0", home: "/h", default_workspace: null, model, running: false, protocols: [] } });
+    screen.renderModels();
+    const text = views.models.textContent ?? "";
+    expect(text).toContain("20 of 29");
+    expect(text).toMatch(/GPU memory\s*20(\.0)? GiB of 80(\.0)? GiB in use \(NVIDIA H100 \(CUDA\)\)/);
+    // A CPU build lists no GPU.
+    loop.update({ kind: "ui_info", info: { version: "0", home: "/h", default_workspace: null, model: { ...model, gpu_layers: 0, gpus: [] }, running: false, protocols: [] } });
+    screen.renderModels();
+    expect(views.models.textContent).not.toContain("GPU memory");
+  });
+});

@@ -181,7 +181,7 @@ describe("reduce: models and indexing", () => {
     s = reduce(s, { kind: "load_failed", model: "broken.gguf", message: "broken.gguf: not a GGUF file" });
     expect(s.model.loading).toBeNull();
     expect(s.model.error).toEqual({ model: "broken.gguf", message: "broken.gguf: not a GGUF file" });
-    const status = { name: "SmolLM2", path: "/m.gguf", quantization: "Q4_1", context_size: 4096, threads: 2, gpu_layers: 0, kv_cache: "f16" as const, memory_bytes: 1, load_ms: 1, fallback_template: false, remote: null };
+    const status = { name: "SmolLM2", path: "/m.gguf", quantization: "Q4_1", context_size: 4096, threads: 2, gpu_layers: 0, layers: 31, gpus: [], kv_cache: "f16" as const, memory_bytes: 1, load_ms: 1, fallback_template: false, remote: null };
     s = reduce(s, { kind: "loaded", model: status });
     expect(s.model).toEqual({ current: status, loading: null, error: null });
   });

@@ -7,7 +7,7 @@ import type { AppInfo, ModelStatus, RepoStatus, RunRecord, Settings, StepRecord 
 
 const MODEL: ModelStatus = {
   name: "SmolLM2", path: "/m.gguf", quantization: "Q4_1", context_size: 4096, threads: 2,
-  gpu_layers: 0, kv_cache: "f16", memory_bytes: 1, load_ms: 1, fallback_template: false, remote: null,
+  gpu_layers: 0, layers: 31, gpus: [], kv_cache: "f16", memory_bytes: 1, load_ms: 1, fallback_template: false, remote: null,
 };
 
 function repo(name: string, files = 1): RepoStatus {

@@ -50,6 +50,67 @@ pub fn gpu_offload_available() -> bool {
     backend().is_ok_and(|b| b.supports_gpu_offload())
 }
 
+/// The GPUs llama.cpp sees (none in a CPU build), with their memory now.
+pub fn gpu_devices() -> Vec<GpuDevice> {
+    if backend().is_err() {
+        return Vec::new();
+    }
+    llama_cpp_2::list_llama_ggml_backend_devices()
+        .into_iter()
+        .filter(|d| {
+            matches!(
+                d.device_type,
+                llama_cpp_2::LlamaBackendDeviceType::Gpu
+                    | llama_cpp_2::LlamaBackendDeviceType::IntegratedGpu
+            )
+        })
+        .map(|d| GpuDevice {
+            name: format!("{} ({})", d.description, d.backend),
+            memory_total: d.memory_total as u64,
+            memory_free: d.memory_free as u64,
+        })
+        .collect()
+}
+
+/// A GPU and its memory, as the backend reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuDevice {
+    pub name: String,
+    pub memory_total: u64,
+    pub memory_free: u64,
+}
+
+/// Memory left free on the GPUs beside a model fitted to them: the backend's own buffers,
+/// other programs' growth and the desktop (llama.cpp's `--fit` keeps 1 GiB by default).
+const GPU_HEADROOM: u64 = 1 << 30;
+
+/// How many of a model's `layers` (its blocks and the output layer) fit in `free` bytes of GPU
+/// memory with `opts`' context: each block takes its share of the weights and its KV cache,
+/// and a compute buffer for one batch is kept beside them. All of them when they fit, else as
+/// many as fit (the rest run on the CPU), never so many that loading fails for lack of memory.
+pub fn fit_gpu_layers(info: &ModelInfo, opts: &ResolvedLoadOptions, free: u64) -> u32 {
+    let n_layer = info.block_count.unwrap_or(32).max(1);
+    let layers = n_layer as u32 + 1;
+    let all_on_gpu = ResolvedLoadOptions {
+        gpu_layers: layers,
+        ..opts.clone()
+    };
+    let on_cpu = MemoryEstimate::for_model(
+        info,
+        &ResolvedLoadOptions {
+            gpu_layers: 0,
+            ..opts.clone()
+        },
+    );
+    let compute = MemoryEstimate::for_model(info, &all_on_gpu).compute;
+    // Per layer: the weights shared out over the blocks and the output layer (the embedding
+    // table stays on the CPU), and the block's KV cache.
+    let per_layer = (info.tensor_data_bytes / u64::from(layers)).max(1) + on_cpu.kv_cache / n_layer;
+    let usable = free.saturating_sub(GPU_HEADROOM + compute);
+    let fit = usable / per_layer;
+    u32::try_from(fit).unwrap_or(u32::MAX).min(layers)
+}
+
 /// How to load a model. `None` fields take defaults from the model and the machine.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -185,19 +246,40 @@ impl LoadOptions {
         // llama.cpp clamps n_batch to n_ctx; doing it here keeps our chunking in step with it.
         .min(context_size);
         let layers = info.block_count.unwrap_or(0) as u32 + 1;
-        let gpu_layers = match self.gpu_layers {
-            Some(n) => n.min(layers),
-            None if gpu_offload_available() => layers,
-            None => 0,
-        };
-        Ok(ResolvedLoadOptions {
+        let mut resolved = ResolvedLoadOptions {
             context_size,
             threads,
             threads_batch,
-            gpu_layers,
+            gpu_layers: 0,
             batch_size,
             kv_cache: self.kv_cache.unwrap_or_default(),
-        })
+        };
+        resolved.gpu_layers = match self.gpu_layers {
+            Some(n) => n.min(layers),
+            None if gpu_offload_available() => {
+                // All layers where they fit, else as many as fit in the free memory (the
+                // largest GPU's: llama.cpp splits layers across several, which this does not
+                // count on). A device reporting no memory is trusted to hold them all.
+                let free = gpu_devices().iter().map(|d| d.memory_free).max();
+                match free {
+                    Some(free) if free > 0 => {
+                        let fit = fit_gpu_layers(info, &resolved, free);
+                        if fit < layers {
+                            tracing::warn!(
+                                "{}: {fit} of {layers} layers fit in the GPU's {} MiB free; \
+                                 the rest run on the CPU",
+                                info.name,
+                                free >> 20
+                            );
+                        }
+                        fit
+                    }
+                    _ => layers,
+                }
+            }
+            None => 0,
+        };
+        Ok(resolved)
     }
 }
 
@@ -259,4 +341,74 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panic while holding one of these locks cannot leave the data half-updated (each is a
     // single assignment), so a poisoned lock is still usable.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::library::ModelSource;
+
+    /// Qwen2.5-Coder-7B's shape at Q4_K_M (4.4 GiB of weights, 28 blocks, GQA with 4 KV heads).
+    fn seven_b() -> ModelInfo {
+        ModelInfo {
+            name: "7b".into(),
+            path: "/m/7b.gguf".into(),
+            architecture: "qwen2".into(),
+            parameters: 7_600_000_000,
+            quantization: "Q4_K_M".into(),
+            file_size: 4_680_000_000,
+            context_length: Some(32768),
+            has_chat_template: true,
+            source: ModelSource::Project,
+            split_count: 1,
+            supported: true,
+            catalogue_id: None,
+            licence: None,
+            block_count: Some(28),
+            embedding_length: Some(3584),
+            head_count: Some(28),
+            head_count_kv: Some(4),
+            vocab_size: Some(152064),
+            tensor_data_bytes: 4_680_000_000,
+        }
+    }
+
+    fn opts(context_size: u32) -> ResolvedLoadOptions {
+        ResolvedLoadOptions {
+            context_size,
+            threads: 8,
+            threads_batch: 8,
+            gpu_layers: 0,
+            batch_size: 512,
+            kv_cache: KvCacheType::F16,
+        }
+    }
+
+    const GIB: u64 = 1 << 30;
+
+    /// Issue 20: `--gpu-layers` left out offloaded every layer whatever the GPU had free, and a
+    /// model larger than the free memory failed to load; it now takes as many as fit.
+    #[test]
+    fn layers_are_offloaded_as_far_as_the_free_gpu_memory_holds_them() {
+        let info = seven_b();
+        // Plenty: all 29 (28 blocks and the output layer).
+        assert_eq!(fit_gpu_layers(&info, &opts(8192), 80 * GIB), 29);
+        // About half the weights' room: some, not all, and what is offloaded fits.
+        let half = fit_gpu_layers(&info, &opts(8192), 3 * GIB + GIB / 2);
+        assert!((5..29).contains(&half), "{half}");
+        let used = MemoryEstimate::for_model(&info, &opts(8192)).total()
+            - MemoryEstimate::for_model(
+                &info,
+                &ResolvedLoadOptions {
+                    gpu_layers: half,
+                    ..opts(8192)
+                },
+            )
+            .total();
+        assert!(used <= 3 * GIB + GIB / 2 - GPU_HEADROOM, "{used}");
+        // A longer context's KV cache leaves room for fewer layers.
+        assert!(fit_gpu_layers(&info, &opts(32768), 3 * GIB + GIB / 2) < half);
+        // Less than the headroom: nothing goes to the GPU, and loading still works on the CPU.
+        assert_eq!(fit_gpu_layers(&info, &opts(8192), GIB / 2), 0);
+    }
 }

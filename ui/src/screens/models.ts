@@ -235,7 +235,10 @@ export function renderModels(): void {
               fact("Quantization", current.quantization),
               fact("Context", `${current.context_size} tokens`),
               fact("Threads", String(current.threads)),
-              fact("GPU layers", String(current.gpu_layers)),
+              fact("GPU layers", current.layers > 0 ? `${current.gpu_layers} of ${current.layers}` : String(current.gpu_layers)),
+              ...current.gpus.map((g) =>
+                fact("GPU memory", `${formatBytes(g.memory_total - g.memory_free)} of ${formatBytes(g.memory_total)} in use (${g.name})`),
+              ),
               fact("KV cache", current.kv_cache),
               fact("Memory", formatBytes(current.memory_bytes)),
               fact("Loaded in", formatMs(current.load_ms)),
