@@ -6,7 +6,8 @@
 #   scripts/build-gpu.sh cuda|vulkan
 #
 # Needs, beside the CPU build's packages: cuda, NVIDIA's CUDA toolkit (nvcc on PATH or in
-# /usr/local/cuda/bin); vulkan, apt `libvulkan-dev glslc`. Burrow's build goes to
+# /usr/local/cuda/bin); vulkan, apt `libvulkan-dev glslc spirv-headers` with Vulkan headers
+# 1.3.272 or newer (Debian 12 has 1.3.239: use LunarG's SDK there). Burrow's build goes to
 # $CARGO_TARGET_DIR/gpu-BACKEND (default target/gpu-BACKEND), llama-bench's to
 # scripts/.llama-bench/build-BACKEND, so the CPU builds are left as they are.
 set -euo pipefail
@@ -29,8 +30,20 @@ case $BACKEND in
     CMAKE_FLAG=-DGGML_CUDA=ON
     ;;
   vulkan)
+    # ggml-vulkan compiles its shaders with glslc and finds SPIR-V's headers through CMake.
     command -v glslc >/dev/null || { log "no glslc: apt-get install glslc"; exit 1; }
-    pkg-config --exists vulkan || { log "no Vulkan headers: apt-get install libvulkan-dev"; exit 1; }
+    if [[ -z ${VULKAN_SDK:-} ]]; then
+      pkg-config --exists vulkan || { log "no Vulkan headers: apt-get install libvulkan-dev"; exit 1; }
+      # llama.cpp uses VK_EXT_layer_settings (headers 1.3.272, late 2023); Debian 12 has
+      # 1.3.239, and the build fails deep in ggml-vulkan.cpp without it.
+      pkg-config --atleast-version=1.3.272 vulkan || {
+        log "Vulkan headers $(pkg-config --modversion vulkan) are older than 1.3.272, which llama.cpp needs:"
+        log "install LunarG's Vulkan SDK (https://vulkan.lunarg.com; it sets VULKAN_SDK) or a newer libvulkan-dev"
+        exit 1
+      }
+    fi
+    [[ -f /usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake ]] \
+      || { log "no SPIR-V headers: apt-get install spirv-headers"; exit 1; }
     CMAKE_FLAG=-DGGML_VULKAN=ON
     ;;
   *)

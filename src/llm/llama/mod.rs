@@ -263,7 +263,7 @@ impl LoadOptions {
                 let free = gpu_devices().iter().map(|d| d.memory_free).max();
                 match free {
                     Some(free) if free > 0 => {
-                        let fit = fit_gpu_layers(info, &resolved, free);
+                        let fit = fit_gpu_layers(info, &resolved, free).min(layers);
                         if fit < layers {
                             tracing::warn!(
                                 "{}: {fit} of {layers} layers fit in the GPU's {} MiB free; \
