@@ -241,7 +241,7 @@ impl ModelStatus {
             context_size: o.context_size,
             threads: o.threads,
             gpu_layers: o.gpu_layers,
-            layers: info.block_count.unwrap_or(0) as u32 + 1,
+            layers: crate::llm::llama::layer_count(info),
             gpus: if o.gpu_layers > 0 {
                 crate::llm::llama::gpu_devices()
             } else {

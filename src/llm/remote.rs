@@ -787,6 +787,7 @@ fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// What one stream has given so far.
+#[derive(Default)]
 struct Progress {
     text: String,
     pieces: usize,
@@ -848,6 +849,11 @@ impl Inner {
         let mut attempt = 0;
         let outcome = loop {
             attempt += 1;
+            // A retried request starts its reply's ids afresh (a failed attempt may have left
+            // ids whose text was held back).
+            progress.groups.clear();
+            progress.held.clear();
+            progress.ids_broken = false;
             let step = async {
                 if let (Some(native), None) = (&native, &sent) {
                     let ids = self.prompt_ids(native).await.map_err(StreamEnd::Failed)?;
@@ -1006,7 +1012,7 @@ impl Inner {
             progress.timings = Some(t.clone());
         }
         if v.get("choices").is_none() && v.get("stop").is_some() {
-            return self.native_event(&v, sink, progress);
+            return native_event(&v, sink, progress);
         }
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(());
@@ -1045,41 +1051,6 @@ impl Inner {
         }
         if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
             progress.finish = Some(f.to_string());
-        }
-        Ok(())
-    }
-
-    /// An event of llama-server's `/completion`: a piece of text with the ids it came from,
-    /// or the last one, with why it stopped.
-    fn native_event(
-        &self,
-        v: &Value,
-        sink: &GenerationSink,
-        progress: &mut Progress,
-    ) -> Result<(), StreamEnd> {
-        if let Some(ids) = v.get("tokens").and_then(Value::as_array) {
-            progress.held.extend(ids.iter().filter_map(Value::as_i64));
-        }
-        let piece = v.get("content").and_then(Value::as_str).unwrap_or_default();
-        if !piece.is_empty() {
-            progress.first_token.get_or_insert_with(Instant::now);
-            progress.pieces += 1;
-            progress.text.push_str(piece);
-            // The server sends no event for a token that ends inside a character, so a
-            // piece beyond ASCII may lack an id: the reply's ids are trusted up to there.
-            let ids = std::mem::take(&mut progress.held);
-            if piece.is_ascii() && !ids.is_empty() && !progress.ids_broken {
-                progress.groups.push((ids, piece.to_string()));
-            } else {
-                progress.ids_broken = true;
-            }
-            if !sink.send(GenerationEvent::Token(piece.to_string())) {
-                return Err(StreamEnd::Cancelled);
-            }
-        }
-        if v.get("stop").and_then(Value::as_bool) == Some(true) {
-            let stop = v.get("stop_type").and_then(Value::as_str).unwrap_or("eos");
-            progress.finish = Some(if stop == "limit" { "length" } else { "stop" }.to_string());
         }
         Ok(())
     }
@@ -1149,6 +1120,46 @@ impl Inner {
             sink.send(GenerationEvent::Token(text));
         }
     }
+}
+
+/// An event of llama-server's `/completion`: a piece of text with the ids it came from,
+/// or the last one, with why it stopped.
+fn native_event(
+    v: &Value,
+    sink: &GenerationSink,
+    progress: &mut Progress,
+) -> Result<(), StreamEnd> {
+    if let Some(ids) = v.get("tokens").and_then(Value::as_array) {
+        progress.held.extend(ids.iter().filter_map(Value::as_i64));
+    }
+    let piece = v.get("content").and_then(Value::as_str).unwrap_or_default();
+    if !piece.is_empty() {
+        progress.first_token.get_or_insert_with(Instant::now);
+        progress.pieces += 1;
+        progress.text.push_str(piece);
+        // The server sends no event for a token that ends inside a character, so a
+        // piece beyond ASCII may lack an id: the reply's ids are trusted up to there.
+        let ids = std::mem::take(&mut progress.held);
+        if piece.is_ascii() && !ids.is_empty() && !progress.ids_broken {
+            progress.groups.push((ids, piece.to_string()));
+        } else {
+            progress.ids_broken = true;
+        }
+        if !sink.send(GenerationEvent::Token(piece.to_string())) {
+            return Err(StreamEnd::Cancelled);
+        }
+    }
+    if v.get("stop").and_then(Value::as_bool) == Some(true) {
+        let stop = v.get("stop_type").and_then(Value::as_str).unwrap_or("eos");
+        // The event that ended on a stop string or an end-of-generation token carried that
+        // token's id with only the text before it (the stop string is cut, the end token
+        // has no text): its ids spell more than its text, so they are not reused.
+        if matches!(stop, "word" | "eos") {
+            progress.groups.pop();
+        }
+        progress.finish = Some(if stop == "limit" { "length" } else { "stop" }.to_string());
+    }
+    Ok(())
 }
 
 /// Resolves once the generation is cancelled (or its receiver is gone).
@@ -1297,6 +1308,51 @@ impl LanguageModel for RemoteModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Review of issue 19's ids: the event that completes a stop string carries the held ids
+    /// of the stop string's start with only the text before it (and an end token's, none):
+    /// reused, they would put the stop string, or a second end token, in the next prompt.
+    #[test]
+    fn a_reply_ending_on_a_stop_string_keeps_only_ids_that_spell_their_text() {
+        let (_generation, sink) = Generation::channel();
+        let mut progress = Progress::default();
+        let events = [
+            json!({"content": "{\"a\"", "tokens": [1, 2], "stop": false}),
+            // "\nObs" might start the stop string "\nObservation:": held back.
+            json!({"content": "", "tokens": [3], "stop": false}),
+            // Not the stop string after all: the held text comes with the next token's.
+            json!({"content": "\nObsolete", "tokens": [4], "stop": false}),
+            json!({"content": "", "tokens": [5], "stop": false}),
+            // The stop string completes: only the text before it is sent.
+            json!({"content": "}", "tokens": [6, 7], "stop": false}),
+            json!({"content": "", "tokens": [], "stop": true, "stop_type": "word"}),
+        ];
+        for e in &events {
+            assert!(native_event(e, &sink, &mut progress).is_ok());
+        }
+        assert_eq!(progress.text, "{\"a\"\nObsolete}");
+        assert_eq!(
+            progress.groups,
+            vec![
+                (vec![1, 2], "{\"a\"".to_string()),
+                (vec![3, 4], "\nObsolete".to_string()),
+            ]
+        );
+        assert_eq!(progress.finish.as_deref(), Some("stop"));
+        // A piece beyond ASCII may lack an id (the server sends none for a token that ends
+        // inside a character): nothing from there on is kept.
+        let mut progress = Progress::default();
+        for e in [
+            json!({"content": "ok", "tokens": [1], "stop": false}),
+            json!({"content": "é", "tokens": [3], "stop": false}),
+            json!({"content": "x", "tokens": [4], "stop": false}),
+            json!({"content": "", "tokens": [], "stop": true, "stop_type": "limit"}),
+        ] {
+            assert!(native_event(&e, &sink, &mut progress).is_ok());
+        }
+        assert_eq!(progress.groups, vec![(vec![1], "ok".to_string())]);
+        assert_eq!(progress.finish.as_deref(), Some("length"));
+    }
 
     #[test]
     fn addresses_are_reduced_to_the_server_root() {

@@ -104,6 +104,8 @@ export interface GpuDevice {
   name: string;
   memory_total: number;
   memory_free: number;
+  /// Shares system memory (llama.cpp offloads to it only where there is no other GPU).
+  integrated: boolean;
 }
 
 /// What an OpenAI-compatible server said of itself when Burrow connected.

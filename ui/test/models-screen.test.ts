@@ -102,7 +102,7 @@ describe("the model in use", () => {
       name: "Qwen", path: "/models/q.gguf", quantization: "Q4_K_M", context_size: 8192, threads: 8,
       gpu_layers: 20, layers: 29, kv_cache: "f16" as const, memory_bytes: 1 << 30, load_ms: 1,
       fallback_template: false, remote: null,
-      gpus: [{ name: "NVIDIA H100 (CUDA)", memory_total: 80 * 2 ** 30, memory_free: 60 * 2 ** 30 }],
+      gpus: [{ name: "NVIDIA H100 (CUDA)", memory_total: 80 * 2 ** 30, memory_free: 60 * 2 ** 30, integrated: false }],
     };
     loop.update({ kind: "ui_info", info: { version: "0", home: "/h", default_workspace: null, model, running: false, protocols: [] } });
     screen.renderModels();

@@ -68,8 +68,31 @@ pub fn gpu_devices() -> Vec<GpuDevice> {
             name: format!("{} ({})", d.description, d.backend),
             memory_total: d.memory_total as u64,
             memory_free: d.memory_free as u64,
+            integrated: matches!(
+                d.device_type,
+                llama_cpp_2::LlamaBackendDeviceType::IntegratedGpu
+            ),
         })
         .collect()
+}
+
+/// The free memory the layers will go to: the largest discrete GPU's, since llama.cpp uses an
+/// integrated GPU only where there is no other (and one sharing system memory would report far
+/// more than the discrete GPU holds). None where no device says.
+pub fn offload_free_memory(devices: &[GpuDevice]) -> Option<u64> {
+    let discrete = devices.iter().any(|d| !d.integrated);
+    devices
+        .iter()
+        .filter(|d| !discrete || !d.integrated)
+        .map(|d| d.memory_free)
+        .filter(|&free| free > 0)
+        .max()
+}
+
+/// A model's layers as llama.cpp counts them for offload: its blocks and the output layer
+/// (bounded, so a corrupt header cannot overflow the count).
+pub fn layer_count(info: &ModelInfo) -> u32 {
+    info.block_count.unwrap_or(0).min(1 << 20) as u32 + 1
 }
 
 /// A GPU and its memory, as the backend reports it.
@@ -78,6 +101,8 @@ pub struct GpuDevice {
     pub name: String,
     pub memory_total: u64,
     pub memory_free: u64,
+    /// Shares system memory (llama.cpp offloads to it only where there is no other GPU).
+    pub integrated: bool,
 }
 
 /// Memory left free on the GPUs beside a model fitted to them: the backend's own buffers,
@@ -89,7 +114,7 @@ const GPU_HEADROOM: u64 = 1 << 30;
 /// and a compute buffer for one batch is kept beside them. All of them when they fit, else as
 /// many as fit (the rest run on the CPU), never so many that loading fails for lack of memory.
 pub fn fit_gpu_layers(info: &ModelInfo, opts: &ResolvedLoadOptions, free: u64) -> u32 {
-    let n_layer = info.block_count.unwrap_or(32).max(1);
+    let n_layer = info.block_count.unwrap_or(32).clamp(1, 1 << 20);
     let layers = n_layer as u32 + 1;
     let all_on_gpu = ResolvedLoadOptions {
         gpu_layers: layers,
@@ -105,8 +130,10 @@ pub fn fit_gpu_layers(info: &ModelInfo, opts: &ResolvedLoadOptions, free: u64) -
     let compute = MemoryEstimate::for_model(info, &all_on_gpu).compute;
     // Per layer: the weights shared out over the blocks and the output layer (the embedding
     // table stays on the CPU), and the block's KV cache.
-    let per_layer = (info.tensor_data_bytes / u64::from(layers)).max(1) + on_cpu.kv_cache / n_layer;
-    let usable = free.saturating_sub(GPU_HEADROOM + compute);
+    let per_layer = (info.tensor_data_bytes / u64::from(layers))
+        .saturating_add(on_cpu.kv_cache / n_layer)
+        .max(1);
+    let usable = free.saturating_sub(GPU_HEADROOM.saturating_add(compute));
     let fit = usable / per_layer;
     u32::try_from(fit).unwrap_or(u32::MAX).min(layers)
 }
@@ -245,7 +272,7 @@ impl LoadOptions {
         }
         // llama.cpp clamps n_batch to n_ctx; doing it here keeps our chunking in step with it.
         .min(context_size);
-        let layers = info.block_count.unwrap_or(0) as u32 + 1;
+        let layers = layer_count(info);
         let mut resolved = ResolvedLoadOptions {
             context_size,
             threads,
@@ -258,11 +285,10 @@ impl LoadOptions {
             Some(n) => n.min(layers),
             None if gpu_offload_available() => {
                 // All layers where they fit, else as many as fit in the free memory (the
-                // largest GPU's: llama.cpp splits layers across several, which this does not
-                // count on). A device reporting no memory is trusted to hold them all.
-                let free = gpu_devices().iter().map(|d| d.memory_free).max();
-                match free {
-                    Some(free) if free > 0 => {
+                // largest discrete GPU's: llama.cpp splits layers across several, which this
+                // does not count on). Devices reporting no memory are trusted to hold them all.
+                match offload_free_memory(&gpu_devices()) {
+                    Some(free) => {
                         let fit = fit_gpu_layers(info, &resolved, free).min(layers);
                         if fit < layers {
                             tracing::warn!(
@@ -274,7 +300,7 @@ impl LoadOptions {
                         }
                         fit
                     }
-                    _ => layers,
+                    None => layers,
                 }
             }
             None => 0,
@@ -309,7 +335,9 @@ pub struct MemoryEstimate {
 
 impl MemoryEstimate {
     pub fn total(&self) -> u64 {
-        self.weights + self.kv_cache + self.compute
+        self.weights
+            .saturating_add(self.kv_cache)
+            .saturating_add(self.compute)
     }
 
     pub fn for_model(info: &ModelInfo, opts: &ResolvedLoadOptions) -> Self {
@@ -322,17 +350,26 @@ impl MemoryEstimate {
         let n_batch = u64::from(opts.batch_size);
         let cpu_layers = n_layer.saturating_sub(u64::from(opts.gpu_layers));
         let cpu_fraction = cpu_layers as f64 / n_layer as f64;
+        // In floating point: a corrupt header's sizes would overflow integers (and a float
+        // past u64::MAX saturates when converted back).
+        let f = |n: u64| n as f64;
         // K and V for every layer and position.
-        let kv_cache = (2 * n_ctx * n_layer * n_head_kv * head_dim) as f64
+        let kv_cache = 2.0
+            * f(n_ctx)
+            * f(n_layer)
+            * f(n_head_kv)
+            * f(head_dim)
             * opts.kv_cache.bytes_per_element()
             * cpu_fraction;
         // Activations for one batch plus attention scores, and the logits row.
         let vocab = info.vocab_size.unwrap_or(32000);
-        let compute = n_batch * (n_embd * 32 + n_ctx * 4 * n_head) + vocab * 4 + (32 << 20);
+        let compute = f(n_batch) * (f(n_embd) * 32.0 + f(n_ctx) * 4.0 * f(n_head))
+            + f(vocab) * 4.0
+            + f(32 << 20);
         MemoryEstimate {
             weights: (info.tensor_data_bytes as f64 * cpu_fraction.max(0.05)) as u64,
             kv_cache: kv_cache as u64,
-            compute,
+            compute: compute as u64,
         }
     }
 }
@@ -410,5 +447,31 @@ mod tests {
         assert!(fit_gpu_layers(&info, &opts(32768), 3 * GIB + GIB / 2) < half);
         // Less than the headroom: nothing goes to the GPU, and loading still works on the CPU.
         assert_eq!(fit_gpu_layers(&info, &opts(8192), GIB / 2), 0);
+    }
+
+    /// Review of issue 20's fit: a laptop's integrated GPU (system memory) reported more free
+    /// memory than the discrete GPU the layers go to, and the fit used it.
+    #[test]
+    fn the_fit_reads_the_discrete_gpu_and_not_an_integrated_one_beside_it() {
+        let gpu = |free: u64, integrated| GpuDevice {
+            name: "g".into(),
+            memory_total: free,
+            memory_free: free,
+            integrated,
+        };
+        assert_eq!(
+            offload_free_memory(&[gpu(30 * GIB, true), gpu(6 * GIB, false)]),
+            Some(6 * GIB)
+        );
+        assert_eq!(offload_free_memory(&[gpu(30 * GIB, true)]), Some(30 * GIB));
+        assert_eq!(offload_free_memory(&[gpu(0, false)]), None);
+        assert_eq!(offload_free_memory(&[]), None);
+        // A corrupt header's block count neither overflows nor divides by zero.
+        let huge = ModelInfo {
+            block_count: Some(u64::MAX),
+            ..seven_b()
+        };
+        assert_eq!(layer_count(&huge), (1 << 20) + 1);
+        assert!(fit_gpu_layers(&huge, &opts(512), 80 * GIB) <= layer_count(&huge));
     }
 }
