@@ -411,13 +411,7 @@ impl RemoteModel {
                 tools,
                 untrusted,
             } if llama && tools.as_ref().is_none_or(|t| t.is_empty()) => {
-                Some(NativePrompt::Chat(Value::Array(
-                    messages
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| openai_message(m, m.role == "tool" || untrusted.contains(&i)))
-                        .collect(),
-                )))
+                Some(NativePrompt::Chat(openai_messages(messages, untrusted)))
             }
             Prompt::Text(t) if llama => Some(NativePrompt::Text(t.clone())),
             Prompt::Segments(s) if llama => Some(NativePrompt::Text(segments_text(s))),
@@ -433,16 +427,7 @@ impl RemoteModel {
                 tools,
                 untrusted,
             } => {
-                body["messages"] = Value::Array(
-                    messages
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| {
-                            let data = m.role == "tool" || untrusted.contains(&i);
-                            openai_message(m, data)
-                        })
-                        .collect(),
-                );
+                body["messages"] = openai_messages(messages, untrusted);
                 if let Some(tools) = tools.as_ref().filter(|t| !t.is_empty()) {
                     body["tools"] = Value::Array(tools.clone());
                 }
@@ -591,6 +576,18 @@ fn response_format(schema: &Value) -> Value {
         "type": "json_schema",
         "json_schema": {"name": "step", "schema": schema, "strict": true},
     })
+}
+
+/// A chat's messages in OpenAI's shape, tool output and the messages listed in `untrusted`
+/// as data.
+fn openai_messages(messages: &[ChatMessage], untrusted: &[usize]) -> Value {
+    Value::Array(
+        messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| openai_message(m, m.role == "tool" || untrusted.contains(&i)))
+            .collect(),
+    )
 }
 
 /// A message in OpenAI's shape: tool-call arguments as a JSON string. `data` (workspace text,
@@ -833,18 +830,7 @@ impl Inner {
             constrained,
         } = job;
         let root = self.info.url.clone();
-        let mut progress = Progress {
-            text: String::new(),
-            pieces: 0,
-            first_token: None,
-            finish: None,
-            usage: None,
-            timings: None,
-            tool_calls: Vec::new(),
-            groups: Vec::new(),
-            held: Vec::new(),
-            ids_broken: false,
-        };
+        let mut progress = Progress::default();
         let mut sent: Option<LastIds> = None;
         let mut attempt = 0;
         let outcome = loop {
@@ -1055,29 +1041,44 @@ impl Inner {
         Ok(())
     }
 
+    /// llama-server's `/tokenize` of `content`.
+    async fn tokenize(
+        &self,
+        content: &str,
+        add_special: bool,
+        parse_special: bool,
+    ) -> Result<Vec<i64>, LlmError> {
+        let body =
+            json!({"content": content, "add_special": add_special, "parse_special": parse_special});
+        let v = self.server.post("/tokenize", &body).await?;
+        let tokens = v.get("tokens").and_then(Value::as_array).ok_or_else(|| {
+            let got = quote(&v.to_string());
+            remote_err(&self.info.url, format!("/tokenize gave {got}"), false)
+        })?;
+        Ok(tokens.iter().filter_map(Value::as_i64).collect())
+    }
+
+    /// llama-server's `/apply-template` of a chat completion's `body`: the prompt it renders.
+    async fn apply_template(&self, body: &Value) -> Result<String, LlmError> {
+        let v = self.server.post("/apply-template", body).await?;
+        v.get("prompt")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| {
+                let got = quote(&v.to_string());
+                remote_err(&self.info.url, format!("/apply-template gave {got}"), false)
+            })
+    }
+
     /// The ids of a prompt for `/completion`: rendered by the server where it is a chat, the
     /// part that continues the last request as that request's ids, and the rest tokenized
     /// by the server as its chat endpoint would (special tokens parsed: workspace text in it
     /// is defanged).
     async fn prompt_ids(&self, prompt: &NativePrompt) -> Result<LastIds, LlmError> {
-        let root = &self.info.url;
         let text = match prompt {
             NativePrompt::Text(t) => t.clone(),
             NativePrompt::Chat(messages) => {
-                let v = self
-                    .server
-                    .post("/apply-template", &json!({"messages": messages}))
-                    .await?;
-                v.get("prompt")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-                    .ok_or_else(|| {
-                        remote_err(
-                            root,
-                            format!("/apply-template gave {}", quote(&v.to_string())),
-                            false,
-                        )
-                    })?
+                self.apply_template(&json!({"messages": messages})).await?
             }
         };
         let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -1086,17 +1087,8 @@ impl Inner {
             .unwrap_or((Vec::new(), 0));
         let rest = &text[at..];
         if !rest.is_empty() || ids.is_empty() {
-            let body =
-                json!({"content": rest, "add_special": ids.is_empty(), "parse_special": true});
-            let v = self.server.post("/tokenize", &body).await?;
-            let got = v.get("tokens").and_then(Value::as_array).ok_or_else(|| {
-                remote_err(
-                    root,
-                    format!("/tokenize gave {}", quote(&v.to_string())),
-                    false,
-                )
-            })?;
-            ids.extend(got.iter().filter_map(Value::as_i64));
+            let first = ids.is_empty();
+            ids.extend(self.tokenize(rest, first, true).await?);
         }
         Ok(LastIds {
             text,
@@ -1253,17 +1245,7 @@ impl LanguageModel for RemoteModel {
         }
         let inner = self.inner.clone();
         let text = text.to_string();
-        self.block_on(async move {
-            let body = json!({"content": text, "add_special": false, "parse_special": false});
-            let v = inner.server.post("/tokenize", &body).await?;
-            v.get("tokens")
-                .and_then(Value::as_array)
-                .map(Vec::len)
-                .ok_or_else(|| {
-                    let got = quote(&v.to_string());
-                    remote_err(&inner.info.url, format!("/tokenize gave {got}"), false)
-                })
-        })?
+        self.block_on(async move { inner.tokenize(&text, false, false).await.map(|t| t.len()) })?
     }
 
     fn render_chat(
@@ -1279,10 +1261,7 @@ impl LanguageModel for RemoteModel {
             if let Some(t) = tools.filter(|t| !t.is_empty()) {
                 body["tools"] = Value::Array(t.to_vec());
             }
-            let rendered = self.block_on(async move {
-                let v = inner.server.post("/apply-template", &body).await.ok()?;
-                v.get("prompt").and_then(Value::as_str).map(str::to_string)
-            })?;
+            let rendered = self.block_on(async move { inner.apply_template(&body).await.ok() })?;
             if let Some(prompt) = rendered {
                 return Ok(prompt);
             }

@@ -135,7 +135,10 @@ pub fn fit_gpu_layers(info: &ModelInfo, opts: &ResolvedLoadOptions, free: u64) -
         .max(1);
     let usable = free.saturating_sub(GPU_HEADROOM.saturating_add(compute));
     let fit = usable / per_layer;
-    u32::try_from(fit).unwrap_or(u32::MAX).min(layers)
+    u32::try_from(fit)
+        .unwrap_or(u32::MAX)
+        .min(layers)
+        .min(layer_count(info))
 }
 
 /// How to load a model. `None` fields take defaults from the model and the machine.
@@ -289,7 +292,7 @@ impl LoadOptions {
                 // does not count on). Devices reporting no memory are trusted to hold them all.
                 match offload_free_memory(&gpu_devices()) {
                     Some(free) => {
-                        let fit = fit_gpu_layers(info, &resolved, free).min(layers);
+                        let fit = fit_gpu_layers(info, &resolved, free);
                         if fit < layers {
                             tracing::warn!(
                                 "{}: {fit} of {layers} layers fit in the GPU's {} MiB free; \
