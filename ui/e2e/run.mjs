@@ -507,18 +507,22 @@ try {
     killedRun = Number((await text(".run-meta")).match(/run (\d+)/)?.[1] ?? 0);
     keptSteps = (await exec("return document.querySelectorAll('.step').length;")) - 1;
     if (!killedRun) throw new Error("the run has no id");
-    await sess.close();
-    sess = null;
-    await driver.stop();
-    // Started again only once the closed app is gone, as a person would: while it lives it holds
-    // the run's lock, and the next start rightly leaves a run whose process lives as running (on
-    // CI the run stayed running after the restart, most likely so: the app outlived the driver).
+    // The window closed as a person closes it, and the app left to exit by itself, before the
+    // session ends: started again only once the closed app is gone, as a person would (while it
+    // lives it holds the run's lock, and the next start rightly leaves a run whose process lives
+    // as running). Ending the session first and stopping the driver at once left the app running
+    // with its window open whenever the driver was stopped before it had closed the app (seen on
+    // CI and reproduced here, 3 times in 6).
+    await sess.closeWindow();
     const t0 = Date.now();
     while (appProcesses(home).length > 0) {
       if (Date.now() - t0 > 30_000) throw new Error(`the app did not exit within 30 s of its window closing: pid ${appProcesses(home).join(", ")}`);
       await sleep(100);
     }
-    log(`the closed app was gone ${Date.now() - t0} ms after the driver`);
+    await sess.close().catch(() => undefined);
+    sess = null;
+    await driver.stop();
+    log(`the closed app was gone ${Date.now() - t0} ms after its window closed`);
   });
 
   let restartMs = 0;

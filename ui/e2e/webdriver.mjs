@@ -173,6 +173,10 @@ export class Session {
     writeFileSync(file, Buffer.from(png, "base64"));
   }
 
+  /// Closes the app's window, as a person does: the app exits by itself.
+  closeWindow() {
+    return call(this.base, "DELETE", `/session/${this.id}/window`);
+  }
   /// Ends the session: the driver closes the app.
   close() {
     return call(this.base, "DELETE", `/session/${this.id}`);
