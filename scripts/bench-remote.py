@@ -11,9 +11,14 @@ preparation included), the step's model time, the tokens it generated, and the r
 in-process of each (the median of the paired ratios), then the same for the run's model time
 in all. The remote side pays for HTTP, JSON and SSE, and llama-server's own scheduling; both
 keep the prompt's prefix warm between steps (Burrow's KV cache; llama-server's cache_prompt).
+The agent runs with no repetition penalty (--repeat-penalty; llama-server's also counts the
+prompt's last tokens, the engine's does not). Even so the two may write other steps: the two
+llama.cpp builds differ in version, and near ties go either way; the per-step ratios then
+compare different work, and the same requests are the HTTP layer's cost.
 
 Usage: scripts/bench-remote.py [--burrow BIN] [--llama-server BIN] [--model GGUF]
                                [--steps 4] [--rounds 3] [--threads 2] [--ctx 8192]
+                               [--repeat-penalty 1] [--requests-only]
 Standard library only. Builds nothing: run `cargo build --release --bin burrow` and
 `scripts/build-llama-server.sh` first (the defaults are where they put them).
 """
@@ -79,7 +84,12 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ctx", type=int, default=8192)
+    p.add_argument("--requests-only", action="store_true",
+                   help="only the same requests both ways, not the agent runs")
     p.add_argument("--raw", help="write every run's report here (JSON)")
+    p.add_argument("--repeat-penalty", type=float, default=1.0,
+                   help="the agent's (default 1: llama-server's penalty also counts the prompt's "
+                        "last tokens, the engine's does not, so with one the two write other steps)")
     a = p.parse_args()
 
     home = tempfile.mkdtemp(prefix="burrow-bench-remote-")
@@ -95,11 +105,12 @@ def main():
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_ready(url, server)
+        penalty = ["--repeat-penalty", str(a.repeat_penalty)]
         here_args = ["--steps", str(a.steps), "-m", a.model, "--ctx", str(a.ctx),
-                     "--threads", str(a.threads)]
-        there_args = ["--steps", str(a.steps), "--backend", url]
+                     "--threads", str(a.threads), *penalty]
+        there_args = ["--steps", str(a.steps), "--backend", url, *penalty]
         rounds = []
-        for r in range(a.rounds):
+        for r in range(0 if a.requests_only else a.rounds):
             here = bench(a.burrow, env, here_args)
             there = bench(a.burrow, env, there_args)
             rounds.append((here, there))
@@ -128,6 +139,8 @@ def main():
     print(f"  ({served[0][0]['prompt_tokens']} prompt tokens, {served[0][0]['generated_tokens']} "
           f"generated; grammar enforced by the server: {not served[0][1]['grammar_unconstrained']})")
     print()
+    if a.requests_only:
+        return
     if a.raw:
         with open(a.raw, "w") as f:
             json.dump([{"in_process": h, "llama_server": t} for h, t in rounds], f, indent=1)

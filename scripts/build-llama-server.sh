@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's own llama-server from the llama.cpp sources on PyPI (the llama_cpp_python
 # sdist vendors the whole tree), CPU only, with the CPU flags Burrow's engine is built with, so
-# that the remote backend is tested against the real server and not a mock.
+# that the remote backend is tested against the real server and not a mock. With llguidance
+# (LLAMA_LLGUIDANCE), as the engine is: the server then takes the grammars Burrow's engine
+# enforces, unchanged. llama.cpp's CMake would clone llguidance from GitHub; its C library is
+# built here from the crates.io release the engine links (scripts/llguidance-c).
 #
 #   scripts/build-llama-server.sh            prints the path of the binary (builds it once)
 #
@@ -15,11 +18,13 @@ SDIST_VERSION=0.3.36
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=${LLAMA_SERVER_DIR:-$TARGET_DIR/llama-server}
 BIN=$WORK/build/bin/llama-server
+LLG_VERSION=1.9.1
+DONE=$WORK/build/.done-$SDIST_VERSION-llguidance-$LLG_VERSION
 log() { echo "[llama-server] $*" >&2; }
 # shellcheck source=scripts/llama-cmake.sh
 source "$ROOT/scripts/llama-cmake.sh"
 
-if [[ -x $BIN && -f $WORK/build/.done-$SDIST_VERSION ]]; then
+if [[ -x $BIN && -f $DONE ]]; then
   echo "$BIN"
   exit 0
 fi
@@ -34,10 +39,32 @@ if [[ ! -f $SRC/tools/server/CMakeLists.txt ]]; then
     --wildcards "*/vendor/llama.cpp/*"
   rm -rf "$WORK/dl"
 fi
-log "building llama-server (Release, CPU, the engine's flags): about 5 minutes on 2 cores, once"
+log "building llguidance's C library ($LLG_VERSION, from crates.io): about a minute"
+cargo build --release --locked --quiet --manifest-path "$ROOT/scripts/llguidance-c/Cargo.toml" \
+  --target-dir "$WORK/llguidance" >&2
+LLG=$WORK/llguidance/release
+cp "$(dirname "$(cargo metadata --format-version 1 --locked \
+  --manifest-path "$ROOT/scripts/llguidance-c/Cargo.toml" | python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+print(next(p["manifest_path"] for p in meta["packages"] if p["name"] == "llguidance"))')")/llguidance.h" "$LLG/"
+# llama.cpp's common/CMakeLists.txt fetches and builds llguidance itself: pointed at this one.
+python3 - "$SRC/common/CMakeLists.txt" "$LLG" <<'PY'
+import re, sys
+path, llg = sys.argv[1], sys.argv[2]
+text = open(path).read()
+fetch = re.compile(r"ExternalProject_Add\(llguidance_ext\n.*?\n    \)\n", re.S)
+if "add_custom_target(llguidance_ext)" not in text:
+    if not fetch.search(text) or "set(LLGUIDANCE_PATH ${LLGUIDANCE_SRC}/target/release)" not in text:
+        sys.exit(f"{path}: llguidance's block is not as expected; cannot point it at {llg}")
+    text = fetch.sub("add_custom_target(llguidance_ext)\n", text)
+text = re.sub(r"set\(LLGUIDANCE_PATH [^)]*\)", f"set(LLGUIDANCE_PATH {llg})", text)
+open(path, "w").write(text)
+PY
+log "building llama-server (Release, CPU, the engine's flags, llguidance): about 5 minutes on 2 cores, once"
 llama_cmake_configure "$SRC" "$WORK/build" "$WORK/cmake.log" \
-  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+  -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_LLGUIDANCE=ON
 cmake --build "$WORK/build" --target llama-server -j"$(nproc)" >"$WORK/build.log" 2>&1 \
   || { tail -40 "$WORK/build.log" >&2; exit 1; }
-touch "$WORK/build/.done-$SDIST_VERSION"
+touch "$DONE"
 echo "$BIN"

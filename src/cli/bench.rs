@@ -47,6 +47,10 @@ pub struct BenchArgs {
     /// The agent's task.
     #[arg(long, default_value = AGENT_BENCH_TASK, requires = "agent")]
     task: String,
+    /// The agent's repetition penalty (default: the agent's own). 1 turns it off, as when
+    /// comparing with llama-server, whose penalty also counts the prompt's last tokens.
+    #[arg(long, requires = "agent")]
+    repeat_penalty: Option<f32>,
     #[arg(long)]
     json: bool,
 }
@@ -64,6 +68,7 @@ pub fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
             &args.protocol,
             args.steps,
             &args.task,
+            args.repeat_penalty,
             args.json,
         );
     }
@@ -103,6 +108,7 @@ fn bench_agent_run(
     protocol_name: &str,
     steps: usize,
     task: &str,
+    repeat_penalty: Option<f32>,
     json: bool,
 ) -> Result<ExitCode> {
     if steps == 0 {
@@ -110,13 +116,17 @@ fn bench_agent_run(
     }
     let protocol = super::ask::protocol(protocol_name)?;
     let app = App::open(home.clone())?;
-    let config = AgentConfig {
+    let mut config = AgentConfig {
         protocol,
         max_steps: steps,
         min_steps: steps,
         task_context: app.task_context()?,
         ..Default::default()
     };
+    if let Some(p) = repeat_penalty {
+        config.sampling.repeat_penalty = p;
+        config.sampling.validate()?;
+    }
     let model = load_model(home, model)?;
     let agent = app.agent(&*model.model, config)?;
     let report = bench_agent(&agent, task);

@@ -6,7 +6,11 @@
 //! synchronous interface (`generate`, `count_tokens`) works as the in-process one does. What a
 //! server offers beyond the standard is found when connecting: llama-server's `/props` (context
 //! size), `/tokenize` (exact token counts), `/apply-template` (the prompt as the server renders
-//! it), its `grammar` and `cache_prompt` fields and its `timings`. Elsewhere a JSON schema goes
+//! it), its `grammar` and `cache_prompt` fields and its `timings`. A grammar goes to llama-server
+//! as llguidance's (`%llguidance`: the Lark grammar, or the strict JSON Schema under `%json`),
+//! which the server compiles with the same llguidance as the engine, so a step is held to
+//! everything the engine holds it to (patterns, the exclusions of repeated calls); a server
+//! built without llguidance refuses it once, and gets GBNF from then on. Elsewhere a JSON schema goes
 //! as `response_format`, other grammars cannot be enforced (the usage says so, and the agent's
 //! parser takes what comes), and tokens are counted with tiktoken's cl100k, an estimate.
 //!
@@ -21,6 +25,7 @@
 //! An API key is read from an environment variable named in the settings, never stored; it goes
 //! in the `Authorization` header only, and no error or `Debug` output shows it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -106,7 +111,8 @@ impl RemoteOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerKind {
-    /// llama.cpp's llama-server: GBNF grammars, `/tokenize`, `/apply-template`, timings.
+    /// llama.cpp's llama-server: llguidance or GBNF grammars, `/tokenize`, `/apply-template`,
+    /// timings.
     LlamaServer,
     /// vLLM: `max_model_len` in its model list.
     Vllm,
@@ -142,6 +148,8 @@ struct Inner {
     idle_timeout: Duration,
     /// llama-server: the last prompt sent as ids, and what the model wrote after it.
     last: Mutex<Option<LastIds>>,
+    /// llama-server said it was built without llguidance: grammars go to it as GBNF.
+    no_llguidance: AtomicBool,
 }
 
 /// A prompt sent as token ids, and the reply's ids in groups that each spell a piece of its
@@ -364,6 +372,7 @@ impl RemoteModel {
                 info,
                 idle_timeout: options.idle_timeout,
                 last: Mutex::new(None),
+                no_llguidance: AtomicBool::new(false),
             }),
             runtime: Some(runtime),
         })
@@ -394,10 +403,7 @@ impl RemoteModel {
         Ok(rt.block_on(f))
     }
 
-    fn body(
-        &self,
-        request: &GenerateRequest,
-    ) -> Result<(Value, &'static str, bool, Option<NativePrompt>), LlmError> {
+    fn prepare(&self, request: &GenerateRequest) -> Result<Prepared, LlmError> {
         let info = &self.inner.info;
         let llama = info.kind == ServerKind::LlamaServer;
         let mut body = json!({
@@ -469,21 +475,45 @@ impl RemoteModel {
                 body["ignore_eos"] = json!(true);
             }
         }
-        let constrained = match &request.grammar {
-            None => true,
-            Some(g) => apply_grammar(&mut body, g, info.kind)?,
+        let llguidance = match &request.grammar {
+            Some(g) if llama && !self.inner.no_llguidance.load(Ordering::Relaxed) => {
+                g.to_llguidance_text()
+            }
+            _ => None,
+        };
+        let mut without_llguidance = None;
+        let constrained = match (&request.grammar, llguidance) {
+            (None, _) => true,
+            (Some(g), Some(text)) => {
+                // The grammar the engine enforces in-process, compiled by the same
+                // llguidance there; GBNF kept for a server built without it.
+                let mut gbnf = body.clone();
+                let enforced = apply_grammar(&mut gbnf, g, info.kind)?;
+                without_llguidance = Some((gbnf, enforced));
+                body["grammar"] = Value::String(text);
+                true
+            }
+            (Some(g), None) => apply_grammar(&mut body, g, info.kind)?,
         };
         if native.is_some() {
             // `/completion` reads a schema from its own field.
-            if let Some(schema) = body
-                .as_object_mut()
-                .and_then(|o| o.remove("response_format"))
-                .and_then(|f| f.pointer("/json_schema/schema").cloned())
-            {
-                body["json_schema"] = schema;
+            for b in std::iter::once(&mut body).chain(without_llguidance.as_mut().map(|(b, _)| b)) {
+                if let Some(schema) = b
+                    .as_object_mut()
+                    .and_then(|o| o.remove("response_format"))
+                    .and_then(|f| f.pointer("/json_schema/schema").cloned())
+                {
+                    b["json_schema"] = schema;
+                }
             }
         }
-        Ok((body, endpoint, constrained, native))
+        Ok(Prepared {
+            endpoint,
+            body,
+            without_llguidance,
+            native,
+            constrained,
+        })
     }
 }
 
@@ -801,33 +831,53 @@ struct Progress {
     ids_broken: bool,
 }
 
-/// One request to send, with what its usage needs to know.
-struct Job {
+/// A request as it goes to the server.
+struct Prepared {
     endpoint: &'static str,
     body: Value,
+    /// The same request with the grammar as GBNF, for a llama-server built without
+    /// llguidance, and whether that still constrains the step.
+    without_llguidance: Option<(Value, bool)>,
+    /// The prompt, to send as ids (llama-server's `/completion`).
     native: Option<NativePrompt>,
+    /// Whether the request's grammar is enforced.
+    constrained: bool,
+}
+
+/// One request to send, with what its usage needs to know.
+struct Job {
+    request: Prepared,
     max_tokens: Option<usize>,
     started: Instant,
     setup_ms: f64,
-    constrained: bool,
 }
 
 /// Why a stream ended early.
 enum StreamEnd {
     Cancelled,
     Failed(LlmError),
+    /// llama-server refused a `%llguidance` grammar: it was built without llguidance.
+    NoLlguidance(LlmError),
 }
+
+/// What llama-server answers (400) to a `%llguidance` grammar when built without llguidance
+/// (common/sampling.cpp).
+const LLGUIDANCE_OFF: &str = "llguidance is not enabled";
 
 impl Inner {
     async fn run(self: Arc<Self>, job: Job, sink: GenerationSink) {
         let Job {
-            endpoint,
-            mut body,
-            native,
+            request:
+                Prepared {
+                    endpoint,
+                    mut body,
+                    mut without_llguidance,
+                    native,
+                    mut constrained,
+                },
             max_tokens,
             started,
             setup_ms,
-            constrained,
         } = job;
         let root = self.info.url.clone();
         let mut progress = Progress::default();
@@ -855,6 +905,21 @@ impl Inner {
             match result {
                 Ok(()) => break Ok(()),
                 Err(StreamEnd::Cancelled) => break Err(StreamEnd::Cancelled),
+                Err(StreamEnd::NoLlguidance(e)) => {
+                    let Some((mut gbnf, enforced)) = without_llguidance.take() else {
+                        break Err(StreamEnd::Failed(e));
+                    };
+                    // Said once per server: every later request goes as GBNF from the start.
+                    self.no_llguidance.store(true, Ordering::Relaxed);
+                    tracing::info!("{root}: llama-server was built without llguidance: grammars go to it as GBNF");
+                    if let Some(prompt) = body.get("prompt") {
+                        gbnf["prompt"] = prompt.clone();
+                    }
+                    body = gbnf;
+                    constrained = enforced;
+                    // Not a failed attempt: nothing was generated.
+                    attempt -= 1;
+                }
                 Err(StreamEnd::Failed(e)) => {
                     // Retried only while nothing was shown: a half-written step is not resent.
                     let retry = e.is_retryable() && progress.pieces == 0 && attempt < ATTEMPTS;
@@ -900,7 +965,7 @@ impl Inner {
                 sink.send(GenerationEvent::Usage(usage));
                 sink.send(GenerationEvent::Done(StopReason::Cancelled));
             }
-            Err(StreamEnd::Failed(e)) => {
+            Err(StreamEnd::Failed(e) | StreamEnd::NoLlguidance(e)) => {
                 sink.send(GenerationEvent::Error(e));
             }
         }
@@ -931,7 +996,11 @@ impl Inner {
         let status = resp.status();
         if !status.is_success() {
             let text = resp.text().await.unwrap_or_default();
-            return Err(StreamEnd::Failed(status_err(root, status, &text)));
+            let e = status_err(root, status, &text);
+            if status == reqwest::StatusCode::BAD_REQUEST && text.contains(LLGUIDANCE_OFF) {
+                return Err(StreamEnd::NoLlguidance(e));
+            }
+            return Err(StreamEnd::Failed(e));
         }
         let mut sse = SseReader::default();
         loop {
@@ -1218,7 +1287,7 @@ impl LanguageModel for RemoteModel {
 
     fn generate(&self, request: GenerateRequest) -> Result<Generation, LlmError> {
         let started = Instant::now();
-        let (body, endpoint, constrained, native) = self.body(&request)?;
+        let prepared = self.prepare(&request)?;
         let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (generation, sink) = Generation::channel();
         let rt = self
@@ -1227,13 +1296,10 @@ impl LanguageModel for RemoteModel {
             .ok_or_else(|| LlmError::Worker("the HTTP runtime is gone".into()))?;
         let inner = self.inner.clone();
         let job = Job {
-            endpoint,
-            body,
-            native,
+            request: prepared,
             max_tokens: request.max_tokens,
             started,
             setup_ms,
-            constrained,
         };
         rt.spawn(inner.run(job, sink));
         Ok(generation)

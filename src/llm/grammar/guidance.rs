@@ -25,6 +25,20 @@ impl Grammar {
         Ok(consumed == tokens.len() && matcher.is_accepting().map_err(fail)?)
     }
 
+    /// The grammar as llama.cpp's llama-server takes it when built with llguidance (its
+    /// `grammar` field, `%llguidance` first): the Lark grammar, or the strict JSON Schema
+    /// under `%json`, compiled there by the same llguidance as here. None for GBNF.
+    pub fn to_llguidance_text(&self) -> Option<String> {
+        match self {
+            Grammar::JsonSchema(schema) => Some(format!(
+                "%llguidance {{}}\nstart: %json {}\n",
+                strict_json_schema(schema)
+            )),
+            Grammar::Lark(text) => Some(format!("%llguidance {{}}\n{text}")),
+            Grammar::Gbnf(_) => None,
+        }
+    }
+
     /// llguidance's form of a JSON Schema or Lark grammar.
     fn top_level(&self) -> Result<llguidance::api::TopLevelGrammar, GrammarError> {
         match self {
@@ -167,6 +181,39 @@ mod tests {
         assert_eq!(
             s["properties"]["list"]["items"]["additionalProperties"],
             false
+        );
+    }
+
+    /// What llama-server is sent holds a reply to what the engine holds it to: the same
+    /// compact form and the same pattern (read back as the Lark grammar it is).
+    #[test]
+    fn a_schema_sent_to_llama_server_allows_what_the_engine_allows() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {"code": {"type": "string", "pattern": "^[A-Z]{2}$"}, "n": {"type": "integer"}},
+            "required": ["code", "n"]
+        });
+        let here = Grammar::JsonSchema(schema);
+        let sent = here.to_llguidance_text().unwrap();
+        let lark = sent.strip_prefix("%llguidance {}\n").unwrap();
+        let there = Grammar::Lark(lark.to_string());
+        for (text, ok) in [
+            (r#"{"code": "AB", "n": 3}"#, true),
+            (r#"{"code":"AB","n":3}"#, false),
+            (r#"{"code": "ab", "n": 3}"#, false),
+            (r#"{"code": "AB", "n": 3, "x": 1}"#, false),
+        ] {
+            assert_eq!(here.accepts(text).unwrap(), ok, "{text}");
+            assert_eq!(there.accepts(text).unwrap(), ok, "{text}");
+        }
+        let lark = "start: \"a\"+\n";
+        assert_eq!(
+            Grammar::Lark(lark.into()).to_llguidance_text().unwrap(),
+            format!("%llguidance {{}}\n{lark}")
+        );
+        assert_eq!(
+            Grammar::Gbnf("root ::= \"a\"".into()).to_llguidance_text(),
+            None
         );
     }
 }
