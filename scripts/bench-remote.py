@@ -108,7 +108,9 @@ def main():
         penalty = ["--repeat-penalty", str(a.repeat_penalty)]
         here_args = ["--steps", str(a.steps), "-m", a.model, "--ctx", str(a.ctx),
                      "--threads", str(a.threads), *penalty]
-        there_args = ["--steps", str(a.steps), "--backend", url, *penalty]
+        # The server scripts/build-llama-server.sh builds has llguidance: grammars go to it as
+        # the engine compiles them.
+        there_args = ["--steps", str(a.steps), "--backend", url, "--backend-llguidance", *penalty]
         rounds = []
         for r in range(0 if a.requests_only else a.rounds):
             here = bench(a.burrow, env, here_args)
@@ -120,7 +122,8 @@ def main():
         for r in range(a.rounds):
             here = bench(a.burrow, env, ["--served", "-m", a.model, "--ctx", str(a.ctx),
                                          "--threads", str(a.threads), "--repetitions", "1"], agent=False)
-            there = bench(a.burrow, env, ["--backend", url, "--repetitions", "1"], agent=False)
+            there = bench(a.burrow, env, ["--backend", url, "--backend-llguidance",
+                                          "--repetitions", "1"], agent=False)
             served.append((here, there))
     finally:
         server.terminate()

@@ -18,7 +18,9 @@ SDIST_VERSION=0.3.36
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=${LLAMA_SERVER_DIR:-$TARGET_DIR/llama-server}
 BIN=$WORK/build/bin/llama-server
-LLG_VERSION=1.9.1
+# The llguidance release scripts/llguidance-c pins (its lock file): a new one builds anew.
+LLG_VERSION=$(sed -n '/^name = "llguidance"$/{n;s/^version = "\(.*\)"$/\1/p}' "$ROOT/scripts/llguidance-c/Cargo.lock")
+[[ -n $LLG_VERSION ]] || { echo "scripts/llguidance-c/Cargo.lock names no llguidance" >&2; exit 1; }
 DONE=$WORK/build/.done-$SDIST_VERSION-llguidance-$LLG_VERSION
 log() { echo "[llama-server] $*" >&2; }
 # shellcheck source=scripts/llama-cmake.sh
@@ -44,6 +46,7 @@ cargo build --release --locked --quiet --manifest-path "$ROOT/scripts/llguidance
   --target-dir "$WORK/llguidance" >&2
 LLG=$WORK/llguidance/release
 cp "$(dirname "$(cargo metadata --format-version 1 --locked \
+  --filter-platform "$(rustc -vV | sed -n 's/^host: //p')" \
   --manifest-path "$ROOT/scripts/llguidance-c/Cargo.toml" | python3 -c '
 import json, sys
 meta = json.load(sys.stdin)
@@ -58,7 +61,7 @@ if "add_custom_target(llguidance_ext)" not in text:
     if not fetch.search(text) or "set(LLGUIDANCE_PATH ${LLGUIDANCE_SRC}/target/release)" not in text:
         sys.exit(f"{path}: llguidance's block is not as expected; cannot point it at {llg}")
     text = fetch.sub("add_custom_target(llguidance_ext)\n", text)
-text = re.sub(r"set\(LLGUIDANCE_PATH [^)]*\)", f"set(LLGUIDANCE_PATH {llg})", text)
+text = re.sub(r"set\(LLGUIDANCE_PATH [^)]*\)", lambda _: f'set(LLGUIDANCE_PATH "{llg}")', text)
 open(path, "w").write(text)
 PY
 log "building llama-server (Release, CPU, the engine's flags, llguidance): about 5 minutes on 2 cores, once"

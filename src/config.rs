@@ -96,6 +96,9 @@ pub struct RemoteBackend {
     /// The context window, for servers that do not report theirs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_length: Option<usize>,
+    /// A llama-server built with llguidance: grammars go to it as llguidance's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub llguidance: bool,
 }
 
 impl Config {
@@ -157,6 +160,7 @@ mod tests {
                 model: None,
                 api_key_env: Some("GPU_KEY".into()),
                 context_length: None,
+                llguidance: true,
             }],
         };
         cfg.save(&home.config_path()).unwrap();

@@ -143,9 +143,7 @@ fn a_turn_through_llama_server_is_the_turn_the_engine_here_writes() {
     assert!(there.usage.prompt_tokens > 10, "{:?}", there.usage);
     assert!(there.usage.time_to_first_token_ms > 0.0);
 
-    // A JSON schema: compiled by llguidance here and there, the same compact JSON. (Not
-    // compared with the text here: its value is a near tie, "red" at -1.73 and "blue" at
-    // -1.74, which the two llama.cpp builds' arithmetic decides differently.)
+    // A JSON schema, as GBNF to a server not said to have llguidance: the same compact JSON.
     let schema = json!({
         "type": "object",
         "properties": {"colour": {"type": "string", "maxLength": 20}, "count": {"type": "integer"}},
@@ -168,8 +166,12 @@ fn a_turn_through_llama_server_is_the_turn_the_engine_here_writes() {
     let v: Value = serde_json::from_str(&there.text).unwrap();
     assert!(v["count"].is_i64(), "{v}");
 
-    // What GBNF could not say reaches the server as the engine enforces it: a string's
-    // `pattern` (before, it was dropped on the way to GBNF and the model wrote what it liked).
+    // To a llama-server said to have llguidance (as this one has), what GBNF could not say
+    // reaches it as the engine enforces it: a string's `pattern` (before, it was dropped on
+    // the way to GBNF and the model wrote what it liked).
+    let mut options = RemoteOptions::new(&server.url);
+    options.llguidance = true;
+    let remote = RemoteModel::connect(options).unwrap();
     let schema = json!({
         "type": "object",
         "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{2}$"}},
@@ -194,8 +196,8 @@ fn a_turn_through_llama_server_is_the_turn_the_engine_here_writes() {
         "{:?}",
         there.text
     );
-    // Made up, the code is a near tie too (the two builds choose "AUD-12" and "CAL-12"): only
-    // its form is compared.
+    // Not compared with the text here: a made-up code is a near tie, which the two llama.cpp
+    // builds' arithmetic decides differently ("AUD-12" there, "CAL-12" here).
     assert!(
         here.text.len() == there.text.len(),
         "{:?} {:?}",
@@ -381,6 +383,7 @@ fn an_agent_run_through_llama_server_answers_as_in_process_and_names_the_server(
             "ask",
             "--backend",
             &server.url,
+            "--backend-llguidance",
             "--max-steps",
             "3",
             "--json",
@@ -490,10 +493,13 @@ fn a_failing_server_gives_a_clear_error_and_never_a_hang() {
     assert_eq!(c.text, "Hello world");
     assert_eq!(c.usage.generated_tokens, 2);
 
-    // A llama-server built without llguidance refuses a `%llguidance` grammar: the step goes
-    // again as GBNF, and later steps go as GBNF from the start.
+    // Said to have llguidance, a llama-server built without it that refuses a `%llguidance`
+    // grammar (the newest builds; older ones abort): the step goes again as GBNF, and later
+    // steps go as GBNF from the start. Not said to, it gets GBNF only.
     let s = fault_server("no-llguidance");
-    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
+    let mut o = RemoteOptions::new(&s.url);
+    o.llguidance = true;
+    let m = RemoteModel::connect(o).unwrap();
     assert_eq!(m.info().kind, ServerKind::LlamaServer);
     let schema =
         json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
@@ -510,6 +516,16 @@ fn a_failing_server_gives_a_clear_error_and_never_a_hang() {
     assert_eq!(sent.len(), 3, "{sent:?}");
     assert!(sent[0].starts_with("%llguidance"), "{sent:?}");
     assert!(sent[1..].iter().all(|g| g.contains("root ::=")), "{sent:?}");
+    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
+    let c = m
+        .generate(chat("hi").grammar(Grammar::JsonSchema(schema.clone())))
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert_eq!(c.text, "{\"a\": 1}");
+    let sent: Vec<String> = serde_json::from_str(&http_get(&s.url, "/grammars")).unwrap();
+    assert_eq!(sent.len(), 4, "{sent:?}");
+    assert!(sent[3].contains("root ::="), "{sent:?}");
 
     // Silent: the idle timeout ends it, after the retries.
     let s = fault_server("silent");

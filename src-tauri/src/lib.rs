@@ -383,6 +383,7 @@ async fn add_remote(
     name: Option<String>,
     model: Option<String>,
     api_key_env: Option<String>,
+    llguidance: Option<bool>,
 ) -> CommandResult<RemoteStatus> {
     blocking(&shell.app, move |app| {
         app.add_remote(
@@ -390,6 +391,7 @@ async fn add_remote(
             name.as_deref(),
             model.as_deref(),
             api_key_env.as_deref(),
+            llguidance.unwrap_or(false),
         )
     })
     .await

@@ -664,10 +664,12 @@ fn remote_models_are_added_used_and_served_from_the_app() {
     let added = f
         .invoke(
             "add_remote",
-            json!({"url": url, "name": "box", "model": null, "apiKeyEnv": null}),
+            json!({"url": url, "name": "box", "model": null, "apiKeyEnv": null, "llguidance": true}),
         )
         .unwrap();
     assert_eq!(added["reachable"], true, "{added}");
+    // Kept: grammars go to it as llguidance's (a llama-server built with it).
+    assert_eq!(added["llguidance"], true, "{added}");
     assert_eq!(added["info"]["model"], "fake");
     let dead = format!("http://127.0.0.1:{}", free_port());
     let unreachable = f

@@ -526,15 +526,17 @@ impl App {
     }
 
     /// Adds (or replaces, by name) a remote backend, and says whether it answers now. The
-    /// key is never saved: `api_key_env` names the variable that holds it.
+    /// key is never saved: `api_key_env` names the variable that holds it. `llguidance`: the
+    /// server is a llama-server built with llguidance.
     pub fn add_remote(
         &self,
         url: &str,
         name: Option<&str>,
         model: Option<&str>,
         api_key_env: Option<&str>,
+        llguidance: bool,
     ) -> Result<models::RemoteStatus, AppError> {
-        let backend = models::add_remote(&self.home, url, name, model, api_key_env)?;
+        let backend = models::add_remote(&self.home, url, name, model, api_key_env, llguidance)?;
         Ok(models::probe(&backend))
     }
 

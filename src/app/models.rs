@@ -191,6 +191,8 @@ pub struct BackendChoice {
     pub model: Option<String>,
     pub api_key_env: Option<String>,
     pub context_length: Option<usize>,
+    /// A llama-server built with llguidance (see `RemoteOptions::llguidance`).
+    pub llguidance: bool,
 }
 
 impl From<&RemoteBackend> for BackendChoice {
@@ -200,6 +202,7 @@ impl From<&RemoteBackend> for BackendChoice {
             model: b.model.clone(),
             api_key_env: b.api_key_env.clone(),
             context_length: b.context_length,
+            llguidance: b.llguidance,
         }
     }
 }
@@ -210,6 +213,7 @@ impl BackendChoice {
         let mut o = RemoteOptions::new(&self.url);
         o.model.clone_from(&self.model);
         o.context_length = self.context_length;
+        o.llguidance = self.llguidance;
         if let Some(var) = &self.api_key_env {
             o.api_key = Some(ApiKey::from_env(var)?);
         }
@@ -250,6 +254,7 @@ pub fn add_remote(
     name: Option<&str>,
     model: Option<&str>,
     api_key_env: Option<&str>,
+    llguidance: bool,
 ) -> Result<RemoteBackend, ModelsError> {
     let root = normalize_url(url)?;
     let name = name
@@ -285,6 +290,7 @@ pub fn add_remote(
         model: model.map(str::to_string),
         api_key_env: api_key_env.map(str::to_string),
         context_length: None,
+        llguidance,
     };
     let mut config = home.load_config()?;
     config.remote_backends.retain(|b| b.name != backend.name);

@@ -137,6 +137,7 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
             backend: None,
             backend_model: None,
             api_key_env: None,
+            backend_llguidance: false,
         };
         let loaded = load_model(home, &model_args)?;
         for &p in &protocols {

@@ -72,6 +72,10 @@ pub enum ModelsCommand {
         /// The environment variable holding its API key (only the variable's name is saved).
         #[arg(long, value_name = "VAR")]
         api_key_env: Option<String>,
+        /// It is a llama-server built with llguidance (-DLLAMA_LLGUIDANCE=ON): grammars go to
+        /// it as llguidance's, held as in-process. Not for other builds: they abort on one.
+        #[arg(long)]
+        llguidance: bool,
         #[arg(long)]
         json: bool,
     },
@@ -129,6 +133,10 @@ pub struct ModelArgs {
     /// written anywhere).
     #[arg(long, value_name = "VAR", requires = "backend")]
     pub api_key_env: Option<String>,
+    /// The backend is a llama-server built with llguidance (-DLLAMA_LLGUIDANCE=ON): grammars
+    /// go to it as llguidance's, held as in-process. Not for other builds: they abort on one.
+    #[arg(long, requires = "backend")]
+    pub backend_llguidance: bool,
 }
 
 impl ModelArgs {
@@ -164,6 +172,7 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
             name,
             model,
             api_key_env,
+            llguidance,
             json,
         } => add_remote(
             home,
@@ -171,6 +180,7 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
             name.as_deref(),
             model.as_deref(),
             api_key_env.as_deref(),
+            llguidance,
             json,
         ),
         ModelsCommand::RemoveRemote { name, json } => {
@@ -230,9 +240,10 @@ fn add_remote(
     name: Option<&str>,
     model: Option<&str>,
     api_key_env: Option<&str>,
+    llguidance: bool,
     json: bool,
 ) -> Result<ExitCode> {
-    let backend = models::add_remote(home, url, name, model, api_key_env)?;
+    let backend = models::add_remote(home, url, name, model, api_key_env, llguidance)?;
     // Saved either way (the server may be off for now); whether it answers is said.
     let status = BackendChoice::from(&backend).connect();
     if json {
@@ -607,6 +618,7 @@ pub fn remote_choice(home: &BurrowHome, args: &ModelArgs) -> Result<Option<Backe
             model: args.backend_model.clone(),
             api_key_env: args.api_key_env.clone(),
             context_length: None,
+            llguidance: args.backend_llguidance,
         }),
         (None, Some(name)) => models::find_remote(home, name)?
             .as_ref()

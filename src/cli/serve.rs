@@ -64,6 +64,7 @@ pub fn serve(home: &BurrowHome, args: ServeArgs) -> Result<ExitCode> {
         backend: None,
         backend_model: None,
         api_key_env: None,
+        backend_llguidance: false,
     };
     // An embedding model the user named must be there now; the default one may be missing
     // (then /v1/embeddings says how to download it).

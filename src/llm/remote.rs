@@ -9,8 +9,10 @@
 //! it), its `grammar` and `cache_prompt` fields and its `timings`. A grammar goes to llama-server
 //! as llguidance's (`%llguidance`: the Lark grammar, or the strict JSON Schema under `%json`),
 //! which the server compiles with the same llguidance as the engine, so a step is held to
-//! everything the engine holds it to (patterns, the exclusions of repeated calls); a server
-//! built without llguidance refuses it once, and gets GBNF from then on. Elsewhere a JSON schema goes
+//! everything the engine holds it to (patterns, the exclusions of repeated calls), when the
+//! options say the server has llguidance; else as GBNF (a server built without llguidance
+//! aborts on an llguidance grammar, or, in the newest builds, refuses it: then GBNF from there
+//! on). Elsewhere a JSON schema goes
 //! as `response_format`, other grammars cannot be enforced (the usage says so, and the agent's
 //! parser takes what comes), and tokens are counted with tiktoken's cl100k, an estimate.
 //!
@@ -93,6 +95,11 @@ pub struct RemoteOptions {
     pub context_length: Option<usize>,
     /// How long the server may stay silent, before its first token or between two.
     pub idle_timeout: Duration,
+    /// The server is a llama-server built with llguidance (`-DLLAMA_LLGUIDANCE=ON`): grammars
+    /// go to it as llguidance's, compiled there as the engine compiles them. Off by default:
+    /// llama-server builds without llguidance abort on such a grammar (most releases), and
+    /// nothing a server says tells the two apart beforehand.
+    pub llguidance: bool,
 }
 
 impl RemoteOptions {
@@ -103,6 +110,7 @@ impl RemoteOptions {
             api_key: None,
             context_length: None,
             idle_timeout: Duration::from_secs(300),
+            llguidance: false,
         }
     }
 }
@@ -148,8 +156,9 @@ struct Inner {
     idle_timeout: Duration,
     /// llama-server: the last prompt sent as ids, and what the model wrote after it.
     last: Mutex<Option<LastIds>>,
-    /// llama-server said it was built without llguidance: grammars go to it as GBNF.
-    no_llguidance: AtomicBool,
+    /// Grammars go to llama-server as llguidance's: asked for in the options, until the
+    /// server says it was built without llguidance.
+    llguidance: AtomicBool,
 }
 
 /// A prompt sent as token ids, and the reply's ids in groups that each spell a piece of its
@@ -372,7 +381,7 @@ impl RemoteModel {
                 info,
                 idle_timeout: options.idle_timeout,
                 last: Mutex::new(None),
-                no_llguidance: AtomicBool::new(false),
+                llguidance: AtomicBool::new(options.llguidance),
             }),
             runtime: Some(runtime),
         })
@@ -475,8 +484,12 @@ impl RemoteModel {
                 body["ignore_eos"] = json!(true);
             }
         }
+        // Only to `/completion`: with native tools the chat endpoint refuses any grammar.
         let llguidance = match &request.grammar {
-            Some(g) if llama && !self.inner.no_llguidance.load(Ordering::Relaxed) => {
+            Some(g) if native.is_some() && self.inner.llguidance.load(Ordering::Relaxed) => {
+                // A grammar llguidance cannot compile would run unconstrained there (the
+                // server only logs it): refused here, as the engine refuses it.
+                g.validate()?;
                 g.to_llguidance_text()
             }
             _ => None,
@@ -910,7 +923,7 @@ impl Inner {
                         break Err(StreamEnd::Failed(e));
                     };
                     // Said once per server: every later request goes as GBNF from the start.
-                    self.no_llguidance.store(true, Ordering::Relaxed);
+                    self.llguidance.store(false, Ordering::Relaxed);
                     tracing::info!("{root}: llama-server was built without llguidance: grammars go to it as GBNF");
                     if let Some(prompt) = body.get("prompt") {
                         gbnf["prompt"] = prompt.clone();

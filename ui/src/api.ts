@@ -52,8 +52,8 @@ export const api = {
   getSettings: () => invoke<Settings>("get_settings"),
   setSettings: (settings: Settings) => invoke<Settings>("set_settings", { settings }),
   listRemotes: () => invoke<RemoteStatus[]>("list_remotes"),
-  addRemote: (url: string, name: string | null, model: string | null, apiKeyEnv: string | null) =>
-    invoke<RemoteStatus>("add_remote", { url, name, model, apiKeyEnv }),
+  addRemote: (url: string, name: string | null, model: string | null, apiKeyEnv: string | null, llguidance: boolean) =>
+    invoke<RemoteStatus>("add_remote", { url, name, model, apiKeyEnv, llguidance }),
   removeRemote: (name: string) => invoke<boolean>("remove_remote", { name }),
   serveStatus: () => invoke<ServeStatus | null>("serve_status"),
   startServing: (port: number) => invoke<ServeStatus>("start_serving", { port }),

@@ -130,6 +130,8 @@ export interface RemoteStatus {
   model?: string;
   api_key_env?: string;
   context_length?: number;
+  /// A llama-server built with llguidance: grammars go to it as llguidance's.
+  llguidance?: boolean;
   reachable: boolean;
   info?: RemoteInfo;
   problem?: string;

@@ -6,6 +6,8 @@ import type { CatalogueModel, Discovery, ModelInfo } from "../src/types";
 
 const api = vi.hoisted(() => ({
   fetchModel: vi.fn(() => new Promise(() => undefined)),
+  addRemote: vi.fn(async (url: string, name: string | null) => ({ name: name ?? "x", url, reachable: true, llguidance: true })),
+  listRemotes: vi.fn(async () => []),
 }));
 vi.mock("../src/api", () => ({ api, errorMessage: (e: unknown) => String(e) }));
 
@@ -113,5 +115,37 @@ describe("the model in use", () => {
     loop.update({ kind: "ui_info", info: { version: "0", home: "/h", default_workspace: null, model: { ...model, gpu_layers: 0, gpus: [] }, running: false, protocols: [] } });
     screen.renderModels();
     expect(views.models.textContent).not.toContain("GPU memory");
+  });
+});
+
+describe("models served elsewhere", () => {
+  // Issue 19: a llama-server built with llguidance gets each step's grammar whole; only when
+  // the user says so, since other builds stop on such a grammar.
+  it("adds a server with llguidance only when its box is ticked, and marks it in the list", async () => {
+    loop.update({ kind: "ui_remotes", remotes: [] });
+    screen.renderModels();
+    const form = views.models.querySelector<HTMLFormElement>("#add-remote")!;
+    const submit = async (url: string, tick: boolean) => {
+      form.querySelector<HTMLInputElement>("input[name=url]")!.value = url;
+      form.querySelector<HTMLInputElement>("input[name=name]")!.value = "box";
+      form.querySelector<HTMLInputElement>("input[name=llguidance]")!.checked = tick;
+      form.dispatchEvent(new Event("submit", { cancelable: true }));
+      await new Promise((r) => setTimeout(r, 0));
+    };
+    await submit("http://127.0.0.1:8080", false);
+    expect(api.addRemote).toHaveBeenLastCalledWith("http://127.0.0.1:8080", "box", null, null, false);
+    await submit("http://127.0.0.1:8081", true);
+    expect(api.addRemote).toHaveBeenLastCalledWith("http://127.0.0.1:8081", "box", null, null, true);
+
+    loop.update({
+      kind: "ui_remotes",
+      remotes: [
+        { name: "gpu", url: "http://gpu:8080", llguidance: true, reachable: true },
+        { name: "vllm", url: "http://v:8000", reachable: true },
+      ],
+    });
+    screen.renderModels();
+    const badge = (name: string) => views.models.querySelector(`tr[data-remote="${name}"]`)!.textContent!.includes("llguidance");
+    expect([badge("gpu"), badge("vllm")]).toEqual([true, false]);
   });
 });

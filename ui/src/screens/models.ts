@@ -55,7 +55,7 @@ function remotesSection(): HTMLElement[] {
       "tr",
       { "data-remote": r.name },
       h("td", null, r.name),
-      h("td", null, what),
+      h("td", null, what, r.llguidance ? h("span", { class: "badge", title: "grammars go to it as llguidance's" }, "llguidance") : null),
       h("td", { class: "path", title: r.url }, r.url),
       h("td", null, r.reachable ? h("span", { class: "badge status-done" }, "answers") : [h("span", { class: "badge status-error" }, "unreachable"), h("div", { class: "muted remote-problem" }, r.problem ?? "")]),
       h(
@@ -73,13 +73,19 @@ function remotesSection(): HTMLElement[] {
     h("input", { type: "text", name: "name", placeholder: "name (optional)", "aria-label": "Name" }),
     h("input", { type: "text", name: "model", placeholder: "model (optional)", "aria-label": "Model on the server" }),
     h("input", { type: "text", name: "key", placeholder: "API key variable (optional)", "aria-label": "Environment variable holding the API key" }),
+    h(
+      "label",
+      { class: "check", title: "A llama-server built with -DLLAMA_LLGUIDANCE=ON: each step's grammar goes to it whole, as Burrow enforces it here. Leave off for other builds: they stop on such a grammar." },
+      h("input", { type: "checkbox", name: "llguidance" }),
+      " llguidance",
+    ),
     h("button", { type: "submit" }, "Add"),
   );
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const d = new FormData(form);
     const opt = (k: string) => String(d.get(k) ?? "").trim() || null;
-    void attempt("Adding the server", () => api.addRemote(String(d.get("url") ?? "").trim(), opt("name"), opt("model"), opt("key"))).then((added) => {
+    void attempt("Adding the server", () => api.addRemote(String(d.get("url") ?? "").trim(), opt("name"), opt("model"), opt("key"), d.get("llguidance") !== null)).then((added) => {
       if (!added) return;
       form.reset();
       notify(added.reachable ? `${added.name} added: it answers.` : `${added.name} added, but it does not answer now: ${added.problem ?? ""}`, !added.reachable);
