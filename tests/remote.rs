@@ -503,7 +503,7 @@ fn a_failing_server_gives_a_clear_error_and_never_a_hang() {
     assert_eq!(m.info().kind, ServerKind::LlamaServer);
     let schema =
         json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]});
-    for _ in 0..2 {
+    let step = |m: &RemoteModel| {
         let c = m
             .generate(chat("hi").grammar(Grammar::JsonSchema(schema.clone())))
             .unwrap()
@@ -511,21 +511,21 @@ fn a_failing_server_gives_a_clear_error_and_never_a_hang() {
             .unwrap();
         assert_eq!(c.text, "{\"a\": 1}");
         assert!(!c.usage.unconstrained);
-    }
-    let sent: Vec<String> = serde_json::from_str(&http_get(&s.url, "/grammars")).unwrap();
-    assert_eq!(sent.len(), 3, "{sent:?}");
-    assert!(sent[0].starts_with("%llguidance"), "{sent:?}");
-    assert!(sent[1..].iter().all(|g| g.contains("root ::=")), "{sent:?}");
-    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
-    let c = m
-        .generate(chat("hi").grammar(Grammar::JsonSchema(schema.clone())))
-        .unwrap()
-        .complete()
-        .unwrap();
-    assert_eq!(c.text, "{\"a\": 1}");
-    let sent: Vec<String> = serde_json::from_str(&http_get(&s.url, "/grammars")).unwrap();
-    assert_eq!(sent.len(), 4, "{sent:?}");
-    assert!(sent[3].contains("root ::="), "{sent:?}");
+    };
+    let sent = || -> Vec<String> { serde_json::from_str(&http_get(&s.url, "/grammars")).unwrap() };
+    step(&m);
+    step(&m);
+    let grammars = sent();
+    assert_eq!(grammars.len(), 3, "{grammars:?}");
+    assert!(grammars[0].starts_with("%llguidance"), "{grammars:?}");
+    assert!(
+        grammars[1..].iter().all(|g| g.contains("root ::=")),
+        "{grammars:?}"
+    );
+    step(&RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap());
+    let grammars = sent();
+    assert_eq!(grammars.len(), 4, "{grammars:?}");
+    assert!(grammars[3].contains("root ::="), "{grammars:?}");
 
     // Silent: the idle timeout ends it, after the retries.
     let s = fault_server("silent");

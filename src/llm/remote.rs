@@ -12,9 +12,9 @@
 //! everything the engine holds it to (patterns, the exclusions of repeated calls), when the
 //! options say the server has llguidance; else as GBNF (a server built without llguidance
 //! aborts on an llguidance grammar, or, in the newest builds, refuses it: then GBNF from there
-//! on). Elsewhere a JSON schema goes
-//! as `response_format`, other grammars cannot be enforced (the usage says so, and the agent's
-//! parser takes what comes), and tokens are counted with tiktoken's cl100k, an estimate.
+//! on). Elsewhere a JSON schema goes as `response_format`, other grammars cannot be enforced
+//! (the usage says so, and the agent's parser takes what comes), and tokens are counted with
+//! tiktoken's cl100k, an estimate.
 //!
 //! To llama-server, prompts without native tools go to its own `/completion` as token ids
 //! instead: the prompt rendered by its `/apply-template`, and where it continues the last
