@@ -493,12 +493,52 @@ fn main() -> anyhow::Result<()> {
             args[5] == "flat",
         )?,
         Some("vectors") if args.len() == 3 => vectors_bench(args[2].parse()?)?,
+        Some("latency") if args.len() == 4 => {
+            latency_bench(Path::new(&args[2]), Path::new(&args[3]))?
+        }
         _ => anyhow::bail!(
-            "usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N BACKUP_DIR corpus|flat | vectors N"
+            "usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N BACKUP_DIR corpus|flat | vectors N | latency HOME EMBEDDING_MODEL"
         ),
     };
     println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
+}
+
+/// Search as a user types it, over an embedded workspace (`burrow workspace embed`): the short
+/// queries of `QUERIES`, each by words then in hybrid mode with the query embedded by the real
+/// model on one thread (as `burrow eval --search --threads 1` does for whole-sentence
+/// questions), five rounds after one to warm up; p50 and p95 of each.
+fn latency_bench(home: &Path, model: &Path) -> anyhow::Result<serde_json::Value> {
+    let ws = Workspace::open_at(&home.join("workspace.db"))?;
+    let embedder = burrow::app::meaning::ModelEmbedder::load_path(model, 1)?;
+    ws.set_query_embedder(Some(std::sync::Arc::new(embedder)));
+    let modes = [SearchMode::Words, SearchMode::Hybrid];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    for round in 0..6 {
+        for q in QUERIES {
+            for (i, mode) in modes.iter().enumerate() {
+                let t = Instant::now();
+                let page = ws.search(&SearchQuery {
+                    text: q.to_string(),
+                    limit: 10,
+                    mode: *mode,
+                    ..Default::default()
+                })?;
+                if round > 0 {
+                    times[i].push(ms(t));
+                }
+                std::hint::black_box(page);
+            }
+        }
+    }
+    for t in &mut times {
+        t.sort_by(|a, b| a.total_cmp(b));
+    }
+    Ok(serde_json::json!({
+        "queries": QUERIES.len(), "rounds": 5,
+        "words_p50_ms": percentile(&times[0], 0.5), "words_p95_ms": percentile(&times[0], 0.95),
+        "hybrid_p50_ms": percentile(&times[1], 0.5), "hybrid_p95_ms": percentile(&times[1], 0.95),
+    }))
 }
 
 /// Where the vectors live, measured (issue 18 asks for sqlite-vec or BLOBs with an exact scan,

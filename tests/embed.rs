@@ -178,6 +178,54 @@ fn a_text_is_embedded_the_same_alone_or_in_a_batch() {
     assert!(cosine(&batch[0], &batch[1]) < 0.5);
 }
 
+/// The query embedder keeps one context from query to query (making one took 3-10 ms of a
+/// long question's 40): each query must still come out as it does from a fresh context, with
+/// nothing of the query before it, one after another and from several searches at once.
+#[test]
+fn queries_embedded_in_the_kept_context_are_as_from_a_fresh_one() {
+    use burrow::workspace::QueryEmbedder;
+    let _guard = common::exclusive();
+    let m = model();
+    let embedder = ModelEmbedder::load_path(minilm(), 1).unwrap();
+    let texts = [
+        "a wallet closed during a rescan crashed the GUI",
+        "ripgrep respects .gitignore",
+        "which pull request fixed the peers table freezing when sorted by address?",
+        "",
+    ];
+    let fresh: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|t| m.embed(&[t]).unwrap().remove(0))
+        .collect();
+    // Long then short, and back: a short query after a long one reads none of its tokens.
+    for (t, want) in texts
+        .iter()
+        .zip(&fresh)
+        .chain(texts.iter().zip(&fresh).rev())
+    {
+        let got = embedder.embed_query(t).unwrap();
+        let c = cosine(&got, want);
+        assert!(c > 0.9999, "{t:?}: cosine {c} with a fresh context");
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let (embedder, texts, fresh) = (&embedder, &texts, &fresh);
+                s.spawn(move || {
+                    for round in 0..3 {
+                        let j = (i + round) % texts.len();
+                        let got = embedder.embed_query(texts[j]).unwrap();
+                        assert!(cosine(&got, &fresh[j]) > 0.9999, "{:?}", texts[j]);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    });
+}
+
 #[test]
 fn a_text_far_longer_than_the_window_is_split_not_cut_and_never_aborts() {
     let _guard = common::exclusive();

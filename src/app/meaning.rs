@@ -3,7 +3,7 @@
 //! this; the workspace itself knows nothing of models.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 
 use super::AppError;
 use crate::config::BurrowHome;
@@ -12,9 +12,16 @@ use crate::workspace::{Embedder, QueryEmbedder, SearchMode, Workspace};
 
 /// The embedding model as the workspace sees it.
 pub struct ModelEmbedder {
-    model: EmbeddingModel,
+    model: Arc<EmbeddingModel>,
     name: String,
+    /// The thread that embeds queries, in one context kept from query to query: making a
+    /// context took 3-10 ms of a long question's 40 ms, on the path of every search by meaning.
+    /// Started by the first query; it ends when this is dropped.
+    queries: Mutex<Option<mpsc::Sender<QueryJob>>>,
 }
+
+/// A query to embed, and where its vector goes.
+type QueryJob = (String, mpsc::SyncSender<Result<Vec<f32>, String>>);
 
 impl std::fmt::Debug for ModelEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -43,7 +50,11 @@ impl ModelEmbedder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
-        Ok(ModelEmbedder { model, name })
+        Ok(ModelEmbedder {
+            model: Arc::new(model),
+            name,
+            queries: Mutex::new(None),
+        })
     }
 }
 
@@ -75,17 +86,67 @@ impl QueryEmbedder for ModelEmbedder {
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, String> {
-        // A query takes one window: a context that size is the cheapest to set up. One thread:
-        // the query is embedded while its words rank on the other core, and two threads
-        // fighting the ranking were slower (68 questions: p95 118 ms against 78 ms).
-        let mut v = self
-            .model
-            .session_with_threads(0, 1)
-            .and_then(|mut s| s.embed(&[text]))
-            .map_err(|e| e.to_string())?;
-        v.pop()
-            .ok_or_else(|| "the model gave no vector".to_string())
+        let (reply, vector) = mpsc::sync_channel(1);
+        {
+            let mut worker = self.queries.lock().unwrap_or_else(|e| e.into_inner());
+            let sender = match worker.as_ref() {
+                Some(s) => s.clone(),
+                None => {
+                    let s = spawn_query_worker(Arc::clone(&self.model))?;
+                    *worker = Some(s.clone());
+                    s
+                }
+            };
+            if sender.send((text.to_string(), reply)).is_err() {
+                // The worker is gone (it panicked): the next query starts another.
+                *worker = None;
+                return Err("the query embedder stopped".to_string());
+            }
+        }
+        vector
+            .recv()
+            .map_err(|_| "the query embedder stopped".to_string())?
     }
+}
+
+/// Starts the thread that embeds queries one at a time, in a context it keeps. One thread: the
+/// query is embedded while its words rank on the other core, and two threads fighting the
+/// ranking were slower (68 questions: p95 118 ms against 78 ms). A context that failed is
+/// made again for the next query.
+fn spawn_query_worker(model: Arc<EmbeddingModel>) -> Result<mpsc::Sender<QueryJob>, String> {
+    let (jobs, queue) = mpsc::channel::<QueryJob>();
+    std::thread::Builder::new()
+        .name("query-embedder".into())
+        .spawn(move || {
+            // Declared after `model`, so dropped before it: the context borrows the model.
+            let mut session = None;
+            for (text, reply) in queue {
+                if session.is_none() {
+                    // A query takes one window: a context that size is the cheapest to keep.
+                    match model.session_with_threads(0, 1) {
+                        Ok(s) => session = Some(s),
+                        Err(e) => {
+                            let _ = reply.send(Err(e.to_string()));
+                            continue;
+                        }
+                    }
+                }
+                let Some(s) = session.as_mut() else { continue };
+                let result = s
+                    .embed(&[text.as_str()])
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut v| {
+                        v.pop()
+                            .ok_or_else(|| "the model gave no vector".to_string())
+                    });
+                if result.is_err() {
+                    session = None;
+                }
+                let _ = reply.send(result);
+            }
+        })
+        .map_err(|e| format!("could not start the query embedder: {e}"))?;
+    Ok(jobs)
 }
 
 /// Where a `mode` search ranks by words only because the workspace cannot rank by meaning

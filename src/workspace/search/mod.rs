@@ -298,9 +298,7 @@ impl Workspace {
             let words: Result<Vec<_>, WorkspaceError> = if q.mode == SearchMode::Meaning {
                 Ok(Vec::new())
             } else {
-                subs.iter()
-                    .map(|sub| self.words_ranking(sub, depth))
-                    .collect()
+                self.words_rankings(&subs, depth)
             };
             let made = job.map(|j| {
                 j.join()
@@ -390,14 +388,108 @@ impl Workspace {
         self.page(q, page, limit, note)
     }
 
+    /// The rankings by words of `subs` (one query, each of its rankings kept to some kinds):
+    /// from one ranking of every match where the query ranks them all, else one by one.
+    fn words_rankings(
+        &self,
+        subs: &[SearchQuery],
+        depth: usize,
+    ) -> Result<Vec<WordsRanking>, WorkspaceError> {
+        if subs.len() > 1 {
+            if let Some(shared) = self.words_rankings_shared(subs, depth)? {
+                return Ok(shared);
+            }
+        }
+        subs.iter()
+            .map(|sub| self.words_ranking(sub, depth))
+            .collect()
+    }
+
+    /// `words_rankings` from one pass: the query's matches over the kinds of all of `subs`,
+    /// each scored once, then each ranking's kinds taken from that list. A row scores the same
+    /// whichever kinds a ranking keeps to (the kind is a facet, of weight 0), so this is each
+    /// ranking as it would come alone, less the index walks of all but one (a third of a
+    /// search asking for a pull request). None where the query ranks only a part of its
+    /// matches (`Scope` other than whole): the parts would differ by kind.
+    fn words_rankings_shared(
+        &self,
+        subs: &[SearchQuery],
+        depth: usize,
+    ) -> Result<Option<Vec<WordsRanking>>, WorkspaceError> {
+        let Some(first) = subs.first() else {
+            return Ok(Some(Vec::new()));
+        };
+        let mut kinds: Vec<Kind> = Vec::new();
+        if subs.iter().all(|s| !s.kinds.is_empty()) {
+            for k in subs.iter().flat_map(|s| s.kinds.iter()) {
+                if !kinds.contains(k) {
+                    kinds.push(*k);
+                }
+            }
+        }
+        let shared = SearchQuery {
+            kinds,
+            ..first.clone()
+        };
+        let plan = self.words_plan(&shared)?;
+        if plan.scope != Scope::Whole {
+            return Ok(None);
+        }
+        let conn = self.conn();
+        let all = sql::rank_all(&conn, &plan.expr, &plan.post)?;
+        // Which matches are of each kind a ranking keeps to, from the kinds' facet rows.
+        let mut of_kind = HashMap::new();
+        {
+            let mut cache = self.phrase_rows.lock().unwrap_or_else(|e| e.into_inner());
+            for k in subs.iter().flat_map(|s| s.kinds.iter()) {
+                if !of_kind.contains_key(k) {
+                    of_kind.insert(*k, cache.facet(&conn, &facet_token('k', k.as_str()))?);
+                }
+            }
+        }
+        let orders: Vec<Vec<(i64, f64)>> = subs
+            .iter()
+            .map(|sub| {
+                all.iter()
+                    .filter(|(id, _)| {
+                        sub.kinds.is_empty()
+                            || sub
+                                .kinds
+                                .iter()
+                                .any(|k| of_kind.get(k).is_some_and(|s| s.contains(id)))
+                    })
+                    // As many as a ranking of its own reads (`words_ranking`).
+                    .take(depth + 1)
+                    .map(|&(id, bm25)| (id, -bm25))
+                    .collect()
+            })
+            .collect();
+        let mut ids: Vec<i64> = orders.iter().flatten().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut rows = sql::rows_by_ids(&conn, &ids, &shared)?;
+        drop(conn);
+        for (id, bm25) in &all {
+            if let Some(r) = rows.get_mut(id) {
+                r.score = *bm25;
+            }
+        }
+        // The rows go with the first ranking only: the caller keeps them all in one map.
+        let mut rows = Some(rows);
+        let out = orders
+            .into_iter()
+            .enumerate()
+            .map(|(i, order)| {
+                let note = if i == 0 { plan.cut.clone() } else { None };
+                (order, rows.take().unwrap_or_default(), note)
+            })
+            .collect();
+        Ok(Some(out))
+    }
+
     /// The first `depth` units for `q` by words, best first with their scores (higher is
     /// better), their rows, and the ranking's note.
-    #[allow(clippy::type_complexity)]
-    fn words_ranking(
-        &self,
-        q: &SearchQuery,
-        depth: usize,
-    ) -> Result<(Vec<(i64, f64)>, HashMap<i64, RawHit>, Option<String>), WorkspaceError> {
+    fn words_ranking(&self, q: &SearchQuery, depth: usize) -> Result<WordsRanking, WorkspaceError> {
         let (rows, note) = self.words_page(q, depth, 0)?;
         let order = rows.iter().map(|r| (r.id, -r.score)).collect();
         Ok((order, rows.into_iter().map(|r| (r.id, r)).collect(), note))
@@ -565,13 +657,9 @@ impl Workspace {
         })
     }
 
-    /// Up to `limit + 1` units ranked by words from `offset`, and the ranking's note.
-    fn words_page(
-        &self,
-        q: &SearchQuery,
-        limit: usize,
-        offset: usize,
-    ) -> Result<(Vec<RawHit>, Option<String>), WorkspaceError> {
+    /// What a search by words ranks: its expression and scope, its filters, the window, and
+    /// the note of a query cut to its rarest words.
+    fn words_plan(&self, q: &SearchQuery) -> Result<WordsPlan, WorkspaceError> {
         let words = words(&q.text);
         if words.is_empty() {
             return Err(WorkspaceError::BadQuery(
@@ -614,9 +702,37 @@ impl Workspace {
         }
         let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
         let post = PostFilter::from_query(q);
-        let needed = offset + limit + 1;
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
-        let (expr, mut scope) = plan(&conn, &clauses, &facets, &post, window)?;
+        let (expr, scope) = plan(&conn, &clauses, &facets, &post, window)?;
+        Ok(WordsPlan {
+            clauses,
+            facets,
+            post,
+            window,
+            expr,
+            scope,
+            cut,
+        })
+    }
+
+    /// Up to `limit + 1` units ranked by words from `offset`, and the ranking's note.
+    fn words_page(
+        &self,
+        q: &SearchQuery,
+        limit: usize,
+        offset: usize,
+    ) -> Result<(Vec<RawHit>, Option<String>), WorkspaceError> {
+        let WordsPlan {
+            clauses,
+            facets,
+            post,
+            window,
+            expr,
+            mut scope,
+            cut,
+        } = self.words_plan(q)?;
+        let conn = self.conn();
+        let needed = offset + limit + 1;
         let windowed = matches!(scope, Scope::Every { .. } | Scope::Newest { .. });
         let (mut rows, mut ranked) = rank_page(
             &conn,
@@ -642,6 +758,22 @@ impl Workspace {
         let note = join_notes(cut, scope.note(ranked.unwrap_or(0), window, last));
         Ok((rows, note))
     }
+}
+
+/// A ranking by words: units best first with their scores (higher is better), their rows
+/// (those of several rankings may all come with the first), and the ranking's note.
+type WordsRanking = (Vec<(i64, f64)>, HashMap<i64, RawHit>, Option<String>);
+
+/// A search by words, planned (`Workspace::words_plan`).
+struct WordsPlan {
+    clauses: Vec<Clause>,
+    facets: Vec<Vec<Phrase>>,
+    post: PostFilter,
+    window: usize,
+    expr: Expr,
+    scope: Scope,
+    /// Set when the query was cut to its rarest words.
+    cut: Option<String>,
 }
 
 /// Reciprocal rank fusion of weighted rankings (best first): each unit scores the sum over
@@ -847,6 +979,132 @@ mod tests {
             })
             .unwrap();
         assert_eq!(numbers(&issues), [1]);
+    }
+
+    /// Issue 18 (latency): a question asking for a pull request ranked the index three times
+    /// (every kind, pull requests, issues), 35 + 19 + 9 ms over bitcoin-core/gui; the shared
+    /// pass ranks once and takes each kind's part, and must give each ranking exactly as it
+    /// came alone: the same units, in the same order, with the same scores, under filters, to
+    /// any depth.
+    #[test]
+    fn one_pass_gives_each_kind_the_ranking_it_gets_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        // Each item has one of the query's words (each word in a third of the rows, so every
+        // one weighs), repeated 1-4 times, and a length of its own: no two score the same, so
+        // the order is the ranking's, not a tie broken one way or the other.
+        let items: Vec<serde_json::Value> = (1..=30)
+            .map(|n: usize| {
+                let word = ["wallet", "sync", "crash"][n % 3];
+                let mut r = serde_json::json!({
+                    "number": n, "title": format!("Report {n}"),
+                    "body": format!("{}{}", format!("{word} ").repeat(n % 4 + 1), "text ".repeat(n)),
+                    "state": if n.is_multiple_of(4) { "closed" } else { "open" },
+                    "user": {"login": format!("user{}", (n / 2) % 2)},
+                    "labels": [{"name": if n % 5 < 3 { "bug" } else { "GUI" }}],
+                    "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
+                });
+                if n.is_multiple_of(2) {
+                    r["pull_request"] = serde_json::json!({"url": "x"});
+                }
+                r
+            })
+            .collect();
+        let file = dir.path().join("items.json");
+        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
+        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
+        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+
+        let base = query("which pull request fixed the wallet sync crash");
+        let filtered = [
+            base.clone(),
+            SearchQuery {
+                state: Some("open".into()),
+                ..base.clone()
+            },
+            SearchQuery {
+                label: Some("bug".into()),
+                author: Some("user1".into()),
+                repo: Some("o/r".into()),
+                ..base.clone()
+            },
+        ];
+        let mut compared = 0;
+        for q in filtered {
+            for kinds in [vec![], vec![Kind::Pr]] {
+                let first = SearchQuery {
+                    kinds: kinds.clone(),
+                    ..q.clone()
+                };
+                let subs = [
+                    first.clone(),
+                    SearchQuery {
+                        kinds: vec![Kind::Pr],
+                        ..q.clone()
+                    },
+                    SearchQuery {
+                        kinds: vec![Kind::Issue],
+                        ..q.clone()
+                    },
+                ];
+                for depth in [3, 100] {
+                    let shared = ws.words_rankings_shared(&subs, depth).unwrap().unwrap();
+                    let mut rows: HashMap<i64, RawHit> = HashMap::new();
+                    for (sub, (order, found, _)) in subs.iter().zip(shared) {
+                        rows.extend(found);
+                        let (alone, alone_rows, _) = ws.words_ranking(sub, depth).unwrap();
+                        assert_eq!(order, alone, "{sub:?} to {depth}");
+                        assert!(!alone.is_empty());
+                        for (id, score) in &order {
+                            let row = &rows[id];
+                            assert_eq!(row.score, -score);
+                            assert_eq!(row.kind, alone_rows[id].kind);
+                            assert_eq!(row.body, alone_rows[id].body);
+                        }
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(compared, 36);
+
+        // A pull request imported after a search is of its kind in the next search (the kinds'
+        // rows are kept only while the database is unchanged).
+        let subs = [
+            base.clone(),
+            SearchQuery {
+                kinds: vec![Kind::Pr],
+                ..base.clone()
+            },
+        ];
+        let before = ws.words_rankings_shared(&subs, 100).unwrap().unwrap();
+        let mut more = items.clone();
+        more.push(serde_json::json!({
+            "number": 31, "title": "Report 31", "body": "wallet sync crash",
+            "state": "open", "user": {"login": "ann"}, "pull_request": {"url": "x"},
+            "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
+        }));
+        std::fs::write(&file, serde_json::to_vec(&more).unwrap()).unwrap();
+        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        let after = ws.words_rankings_shared(&subs, 100).unwrap().unwrap();
+        let prs = |r: &[WordsRanking]| r[1].0.len();
+        assert_eq!(prs(&after), prs(&before) + 1);
+        assert_eq!(after[1].0, ws.words_ranking(&subs[1], 100).unwrap().0);
+
+        // Where the query ranks only a part of its matches, the parts would differ by kind:
+        // no shared pass, and the rankings come one by one.
+        ws.rank_rows.store(5, std::sync::atomic::Ordering::Relaxed);
+        let subs = [
+            base.clone(),
+            SearchQuery {
+                kinds: vec![Kind::Pr],
+                ..base.clone()
+            },
+        ];
+        assert!(ws.words_rankings_shared(&subs, 10).unwrap().is_none());
+        let each = ws.words_rankings(&subs, 10).unwrap();
+        for (sub, (order, _, _)) in subs.iter().zip(each) {
+            assert_eq!(order, ws.words_ranking(sub, 10).unwrap().0);
+        }
     }
 
     fn numbers(page: &SearchPage) -> Vec<i64> {

@@ -171,6 +171,51 @@ pub(super) fn rows_by_ids(
     Ok(rows.into_iter().map(|r| (r.id, r)).collect())
 }
 
+/// Every match of `expr`, best first, with its BM25 (lower is better): rowids and scores only.
+pub(super) fn rank_all(
+    conn: &Connection,
+    expr: &Expr,
+    post: &PostFilter,
+) -> Result<Vec<(i64, f64)>, WorkspaceError> {
+    let row_args = vec!["?"; expr.rows.len()].join(", ");
+    let sql = format!(
+        "SELECT docs_fts.rowid, {}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args}) AS score {}
+         ORDER BY score",
+        rank::RANK_FUNCTION,
+        post.tables_and_conditions()
+    );
+    let mut args: Vec<SqlValue> = expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
+    args.extend(post.args(&expr.text));
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(db_err("preparing a search"))?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .map_err(db_err("searching"))?
+        .collect::<Result<Vec<(i64, f64)>, _>>()
+        .map_err(db_err("searching"))?;
+    Ok(rows)
+}
+
+/// The rows that hold the facet `token` (a kind, a repository): FTS5's list of them, read
+/// without ranking.
+pub(super) fn facet_rows(
+    conn: &Connection,
+    token: &str,
+) -> Result<std::collections::HashSet<i64>, WorkspaceError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT rowid FROM docs_fts WHERE docs_fts MATCH ?1")
+        .map_err(db_err("reading a facet"))?;
+    let rows = stmt
+        .query_map([format!("facets : \"{token}\"")], |r| r.get(0))
+        .map_err(db_err("reading a facet"))?
+        .collect::<Result<_, _>>()
+        .map_err(db_err("reading a facet"))?;
+    Ok(rows)
+}
+
 /// Ranks the matches of `expr` and reads the page's rows. With a window: only the newest
 /// that many matches, in one pass (FTS5 walks them newest first and stops there), and says how
 /// many were ranked (when the page is not empty). Ranking happens on rowids alone: SQLite's
