@@ -142,8 +142,22 @@ const tab = (name) => click(`#tab-${name}`);
 /// Loads a listed model from the Models screen and waits until it is the one in use.
 async function loadFromList(path) {
   const button = `tr[data-path="${path}"] button.load`;
+  // The button is disabled while a run is live or a model loads, and a click on it then does
+  // nothing. Once, late in a loaded suite, a load after a failed run never started (120 s);
+  // a click on the still-disabled button would do that, but the page then was not seen: so
+  // wait until it is enabled, and if a load still does not come, say what the page shows.
+  await until("the load button to be enabled", `const r = document.querySelector('${button}'); return r && !r.disabled;`);
   await click(button);
-  await until("the model to load", `const r = document.querySelector('${button}'); return r && r.textContent === 'In use';`);
+  try {
+    await until("the model to load", `const r = document.querySelector('${button}'); return r && r.textContent === 'In use';`);
+  } catch (e) {
+    const seen = await exec(
+      `const r = document.querySelector('${button}');
+       return JSON.stringify({ button: r?.textContent, disabled: r?.disabled, current: document.querySelector('.current-model')?.textContent,
+                               notices: [...document.querySelectorAll('.notice')].map(n => n.textContent) });`,
+    ).catch(() => "unreadable");
+    throw new Error(`${e.message}; the page: ${seen}`);
+  }
 }
 
 /// Waits for the notice that settings were saved; a refusal (an error notice) fails at once.
