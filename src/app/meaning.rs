@@ -118,7 +118,7 @@ fn spawn_query_worker(model: Arc<EmbeddingModel>) -> Result<mpsc::Sender<QueryJo
     std::thread::Builder::new()
         .name("query-embedder".into())
         .spawn(move || {
-            // Declared after `model`, so dropped before it: the context borrows the model.
+            // Made on the first query, not here: a worker whose context failed makes another.
             let mut session = None;
             for (text, reply) in queue {
                 if session.is_none() {

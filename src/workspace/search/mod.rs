@@ -437,7 +437,8 @@ impl Workspace {
         }
         let conn = self.conn();
         let all = sql::rank_all(&conn, &plan.expr, &plan.post)?;
-        // Which matches are of each kind a ranking keeps to, from the kinds' facet rows.
+        // A kind's rows come from its facet's list in the index: reading each match's kind
+        // from its row made the searches that lean to no kind 1.19-1.26x slower (README).
         let mut of_kind = HashMap::new();
         {
             let mut cache = self.phrase_rows.lock().unwrap_or_else(|e| e.into_inner());
