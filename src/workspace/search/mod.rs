@@ -470,9 +470,9 @@ impl Workspace {
         ids.dedup();
         let mut rows = sql::rows_by_ids(&conn, &ids, &shared)?;
         drop(conn);
-        for (id, bm25) in &all {
+        for (id, score) in orders.iter().flatten() {
             if let Some(r) = rows.get_mut(id) {
-                r.score = *bm25;
+                r.score = -score;
             }
         }
         // The rows go with the first ranking only: the caller keeps them all in one map.

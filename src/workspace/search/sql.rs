@@ -171,21 +171,31 @@ pub(super) fn rows_by_ids(
     Ok(rows.into_iter().map(|r| (r.id, r)).collect())
 }
 
+/// The score of a match of `expr` (`burrow_rank` with the columns' weights and a `?` for
+/// each phrase's row count), and the arguments of a statement ranking them: those counts,
+/// then the matches' own (`PostFilter::args`).
+fn score_and_args(expr: &Expr, post: &PostFilter) -> (String, Vec<SqlValue>) {
+    let row_args = vec!["?"; expr.rows.len()].join(", ");
+    let score = format!(
+        "{}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args})",
+        rank::RANK_FUNCTION
+    );
+    let mut args: Vec<SqlValue> = expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
+    args.extend(post.args(&expr.text));
+    (score, args)
+}
+
 /// Every match of `expr`, best first, with its BM25 (lower is better): rowids and scores only.
 pub(super) fn rank_all(
     conn: &Connection,
     expr: &Expr,
     post: &PostFilter,
 ) -> Result<Vec<(i64, f64)>, WorkspaceError> {
-    let row_args = vec!["?"; expr.rows.len()].join(", ");
+    let (score, args) = score_and_args(expr, post);
     let sql = format!(
-        "SELECT docs_fts.rowid, {}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args}) AS score {}
-         ORDER BY score",
-        rank::RANK_FUNCTION,
+        "SELECT docs_fts.rowid, {score} AS score {} ORDER BY score",
         post.tables_and_conditions()
     );
-    let mut args: Vec<SqlValue> = expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
-    args.extend(post.args(&expr.text));
     let mut stmt = conn
         .prepare_cached(&sql)
         .map_err(db_err("preparing a search"))?;
@@ -228,11 +238,7 @@ pub(super) fn rank_page(
     limit: usize,
     offset: usize,
 ) -> Result<(Vec<RawHit>, Option<usize>), WorkspaceError> {
-    let row_args = vec!["?"; expr.rows.len()].join(", ");
-    let score = format!(
-        "{}(docs_fts, 8.0, 1.0, 2.0, 0.0, {row_args})",
-        rank::RANK_FUNCTION
-    );
+    let (score, mut args) = score_and_args(expr, post);
     let matches = post.tables_and_conditions();
     // Unwindowed, SQLite keeps only the best `limit` while scanning; windowed, the window is
     // kept to be counted as well.
@@ -259,8 +265,6 @@ pub(super) fn rank_page(
          FROM top JOIN docs ON docs.id = top.id JOIN repos ON repos.id = docs.repo_id
          ORDER BY top.score"
     );
-    let mut args: Vec<SqlValue> = expr.rows.iter().map(|&r| SqlValue::Real(r)).collect();
-    args.extend(post.args(&expr.text));
     if let Some(w) = window {
         args.push(SqlValue::Integer(w as i64));
     }
