@@ -16,6 +16,9 @@
 # scripts/build-gpu.sh with that backend: every layer offloaded (llama-bench -ngl 99; Burrow's
 # default), the device named in the report.
 #
+# BURROW_BIN and LLAMA_BENCH_BIN (environment), both set, skip the builds and compare those two
+# binaries: how scripts/gpu-check.sh runs it on a GPU machine that has no Rust toolchain.
+#
 # llama-cpp-sys-2 ships llama.cpp without tools/*.cpp, so llama-bench.cpp is taken from the
 # llama_cpp_python sdist on PyPI (whose vendored llama.cpp carries it) and compiled, unchanged,
 # against the crate's vendored tree. Everything is built under scripts/.llama-bench (ignored).
@@ -35,10 +38,20 @@ source "$ROOT/scripts/llama-cmake.sh"
 
 [[ -f $MODEL ]] || { echo "model not found: $MODEL (run: python3 models/fetch.py)" >&2; exit 1; }
 
-VENDORED=$(llama_vendored_tree)
-log "vendored llama.cpp: $VENDORED"
+if [[ -n ${BURROW_BIN:-} && -n ${LLAMA_BENCH_BIN:-} ]]; then
+  BACKEND=prebuilt
+else
+  VENDORED=$(llama_vendored_tree)
+  log "vendored llama.cpp: $VENDORED"
+fi
 
 case $BACKEND in
+  prebuilt)
+    BURROW=$BURROW_BIN
+    BENCH_BIN=$LLAMA_BENCH_BIN
+    # llama-bench offloads nothing unless asked; Burrow offloads every layer that fits.
+    GPU_ARGS=(-ngl 99)
+    ;;
   cpu)
     BENCH_BIN=$(llama_bench_build "$WORK" "$VENDORED" "$WORK/build" -DLLAMA_BUILD_SERVER=OFF)
     log "building burrow (release)"
@@ -104,7 +117,13 @@ def line(name, lb, bu):
 print(f"threads {threads}, {rounds} alternating rounds")
 device = next((r for name in ("lb-decode", "lb-tgdepth") for r in rows(name)), {})
 print(f"llama-bench's backends: {device.get('backends', '?')}; GPU: {device.get('gpu_info') or 'none'}; "
-      f"CPU: {device.get('cpu_info', '?')}")
+      f"CPU: {device.get('cpu_info', '?')}; layers offloaded: {device.get('n_gpu_layers', '?')}")
+loaded = next((r for name in ("bu-decode", "bu-tgdepth") for r in rows(name)), {})
+if "layers" in loaded:
+    gpus = "; ".join(f"{g['name']}: {(g['memory_total'] - g['memory_free']) >> 20} MiB in use of "
+                     f"{g['memory_total'] >> 20} MiB" for g in loaded.get("gpus", []))
+    print(f"burrow: {loaded['gpu_layers']} of {loaded['layers']} layers offloaded"
+          + (f"; {gpus}" if gpus else ""))
 if rows("lb-prefill"):
     line("prefill 512:", [r["avg_ts"] for r in rows("lb-prefill")], [r["prefill_tps"] for r in rows("bu-prefill")])
     line("decode 128: ", [r["avg_ts"] for r in rows("lb-decode")], [r["decode_tps"] for r in rows("bu-decode")])

@@ -14,7 +14,9 @@ use serde::Serialize;
 use super::engine::{Completion, GenerateRequest, LanguageModel, LlmError, Prompt, SamplingParams};
 use super::grammar::Grammar;
 use super::library::{ModelInfo, ModelSource};
-use super::llama::{GrammarBackend, LlamaEngine, LoadOptions, LoadedModel};
+use super::llama::{
+    gpu_devices, layer_count, GpuDevice, GrammarBackend, LlamaEngine, LoadOptions, LoadedModel,
+};
 use super::template::ChatMessage;
 
 /// Which measurements to run.
@@ -90,6 +92,13 @@ pub struct BenchReport {
     pub context_size: u32,
     pub repetitions: usize,
     pub load_ms: f64,
+    /// Layers offloaded to a GPU, of `layers` (the blocks and the output layer).
+    pub gpu_layers: u32,
+    pub layers: u32,
+    /// The GPUs llama.cpp sees with the model loaded, and their memory then (none in a CPU
+    /// build): what shows that the offload took place, beside the speeds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuDevice>,
     /// Reading and validating the GGUF header.
     pub metadata_ms: f64,
     pub prefill_tokens: Option<usize>,
@@ -171,6 +180,24 @@ impl fmt::Display for BenchReport {
             "load:       {:.0} ms (metadata {:.2} ms)",
             self.load_ms, self.metadata_ms
         )?;
+        if self.gpu_layers == 0 {
+            writeln!(f, "offload:    none (CPU)")?;
+        } else {
+            writeln!(
+                f,
+                "offload:    {} of {} layers",
+                self.gpu_layers, self.layers
+            )?;
+        }
+        for g in &self.gpus {
+            writeln!(
+                f,
+                "  GPU:      {}: {} MiB in use of {} MiB",
+                g.name,
+                g.memory_total.saturating_sub(g.memory_free) >> 20,
+                g.memory_total >> 20
+            )?;
+        }
         if let (Some(tps), Some(n)) = (self.prefill_tps, self.prefill_tokens) {
             writeln!(f, "prefill:    {tps:.1} tok/s ({n} tokens)")?;
         }
@@ -316,6 +343,13 @@ pub fn run_bench(path: &Path, opts: &BenchOptions) -> Result<BenchReport, LlmErr
         context_size: model.options().context_size,
         repetitions: reps,
         load_ms: model.load_ms(),
+        gpu_layers: model.options().gpu_layers,
+        layers: layer_count(model.info()),
+        gpus: if model.options().gpu_layers > 0 {
+            gpu_devices()
+        } else {
+            Vec::new()
+        },
         metadata_ms: median(metadata),
         ..Default::default()
     };

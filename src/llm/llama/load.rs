@@ -214,6 +214,7 @@ impl LlamaEngine {
         let (tx, rx) = mpsc::unbounded_channel();
         let cancel = CancelToken::new();
         let job = LoadJob {
+            gpu_layers_chosen: options.gpu_layers.is_none() && opts.gpu_layers > 0,
             info,
             opts,
             estimate,
@@ -276,6 +277,9 @@ impl LlamaEngine {
 
 struct LoadJob {
     info: ModelInfo,
+    /// The layers offloaded were chosen from the GPU's free memory, not asked for: a load that
+    /// fails on the GPU is tried again on the CPU.
+    gpu_layers_chosen: bool,
     opts: ResolvedLoadOptions,
     estimate: MemoryEstimate,
     unload_first: bool,
@@ -294,7 +298,7 @@ impl LoadJob {
     }
 
     /// Loads the model and then serves it on this thread until it is unloaded.
-    fn run(self) {
+    fn run(mut self) {
         let backend = match backend() {
             Ok(b) => b,
             Err(e) => return self.fail(e),
@@ -307,36 +311,64 @@ impl LoadJob {
             };
         }
         let path = self.info.path.clone();
-        let progress_tx = self.events.clone();
-        let progress_cancel = self.cancel.clone();
-        let shared = self.engine.shared.clone();
-        let progress_path = path.clone();
-        let params = LlamaModelParams::default()
-            .with_n_gpu_layers(self.opts.gpu_layers)
-            .with_progress_callback(move |p| {
-                let _ = progress_tx.send(LoadEvent::Progress(p));
-                if let LoadState::Loading { path, progress } = &mut *lock(&shared.state) {
-                    if *path == progress_path {
-                        *progress = p;
+        let open = |job: &LoadJob, gpu_layers: u32| -> Result<LlamaModel, LlmError> {
+            let mut params = LlamaModelParams::default();
+            if gpu_layers == 0 && super::gpu_offload_available() {
+                // No GPU device at all, not only no layers: with its GPUs listed, llama.cpp
+                // still puts buffers on them, and a GPU too full for one layer fails the load.
+                params = params.with_devices(&[]).map_err(|e| LlmError::LoadFailed {
+                    reason: e.to_string(),
+                    path: path.clone(),
+                })?;
+            }
+            let progress_tx = job.events.clone();
+            let progress_cancel = job.cancel.clone();
+            let shared = job.engine.shared.clone();
+            let progress_path = path.clone();
+            let params = params
+                .with_n_gpu_layers(gpu_layers)
+                .with_progress_callback(move |p| {
+                    let _ = progress_tx.send(LoadEvent::Progress(p));
+                    if let LoadState::Loading { path, progress } = &mut *lock(&shared.state) {
+                        if *path == progress_path {
+                            *progress = p;
+                        }
+                    }
+                    !progress_cancel.is_cancelled()
+                });
+            let mark = llama_log::mark();
+            LlamaModel::load_from_file(backend, &path, &params).map_err(|e| {
+                if job.cancel.is_cancelled() {
+                    LlmError::LoadCancelled { path: path.clone() }
+                } else {
+                    LlmError::LoadFailed {
+                        reason: llama_log::reason_since(mark, &e.to_string()),
+                        path: path.clone(),
                     }
                 }
-                !progress_cancel.is_cancelled()
-            });
-        let mark = llama_log::mark();
-        let started = Instant::now();
-        let model = match LlamaModel::load_from_file(backend, &path, &params) {
-            Ok(m) => Arc::new(m),
-            Err(_) if self.cancel.is_cancelled() => {
-                return self.fail(LlmError::LoadCancelled { path });
-            }
-            Err(e) => {
-                return self.fail(LlmError::LoadFailed {
-                    reason: llama_log::reason_since(mark, &e.to_string()),
-                    path,
-                })
-            }
+            })
         };
-        drop(params);
+        let started = Instant::now();
+        let loaded = match open(&self, self.opts.gpu_layers) {
+            // The free memory read before loading was wrong or went to another program (a GPU
+            // nearly full reports nothing once this process's own CUDA context takes the
+            // rest): the CPU can still run the model.
+            Err(LlmError::LoadFailed { reason, .. }) if self.gpu_layers_chosen => {
+                tracing::warn!(
+                    "{}: {} layers did not load on the GPU ({reason}); loading on the CPU",
+                    self.info.name,
+                    self.opts.gpu_layers
+                );
+                self.opts.gpu_layers = 0;
+                self.estimate = MemoryEstimate::for_model(&self.info, &self.opts);
+                open(&self, 0)
+            }
+            other => other,
+        };
+        let model = match loaded {
+            Ok(m) => Arc::new(m),
+            Err(e) => return self.fail(e),
+        };
         if self.cancel.is_cancelled() {
             return self.fail(LlmError::LoadCancelled { path });
         }

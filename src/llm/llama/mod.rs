@@ -6,6 +6,7 @@
 //! does not allow...). Every such precondition is checked here, in Rust, before the call, and
 //! reported as a typed error.
 
+mod greedy;
 mod load;
 mod model;
 mod prefill;
@@ -78,14 +79,16 @@ pub fn gpu_devices() -> Vec<GpuDevice> {
 
 /// The free memory the layers will go to: the largest discrete GPU's, since llama.cpp uses an
 /// integrated GPU only where there is no other (and one sharing system memory would report far
-/// more than the discrete GPU holds). None where no device says.
+/// more than the discrete GPU holds). None where no device says. A device that reports its total
+/// says how much is free, none included: a GPU another program has filled has 0 bytes free, not
+/// an unknown amount (read as unknown, every layer went to it and the load failed).
 pub fn offload_free_memory(devices: &[GpuDevice]) -> Option<u64> {
     let discrete = devices.iter().any(|d| !d.integrated);
     devices
         .iter()
         .filter(|d| !discrete || !d.integrated)
+        .filter(|d| d.memory_total > 0)
         .map(|d| d.memory_free)
-        .filter(|&free| free > 0)
         .max()
 }
 
@@ -454,6 +457,26 @@ mod tests {
 
     /// Review of issue 20's fit: a laptop's integrated GPU (system memory) reported more free
     /// memory than the discrete GPU the layers go to, and the fit used it.
+    /// Issue 20, found on an H200 another process had filled (511 MiB free, Burrow's own CUDA
+    /// context took that): 0 bytes free was read as "the device does not say", so every layer
+    /// went to the GPU and the load failed where the CPU would have run it.
+    #[test]
+    fn a_full_gpu_takes_no_layers_where_one_that_does_not_say_takes_them_all() {
+        let full = GpuDevice {
+            name: "g".into(),
+            memory_total: 140 * GIB,
+            memory_free: 0,
+            integrated: false,
+        };
+        assert_eq!(offload_free_memory(std::slice::from_ref(&full)), Some(0));
+        assert_eq!(fit_gpu_layers(&seven_b(), &opts(8192), 0), 0);
+        let silent = GpuDevice {
+            memory_total: 0,
+            ..full
+        };
+        assert_eq!(offload_free_memory(&[silent]), None);
+    }
+
     #[test]
     fn the_fit_reads_the_discrete_gpu_and_not_an_integrated_one_beside_it() {
         let gpu = |free: u64, integrated| GpuDevice {

@@ -314,6 +314,7 @@ impl LanguageModel for LoadedModel {
         let tokens = self.tokenize_after_last(&model, &segments)?;
         self.check_fits(&tokens)?;
         let chain = self.build_chain(&model, &request.sampling, request.ignore_eos);
+        let greedy = self.greedy_rule(&request.sampling, request.ignore_eos);
         let constraint = request
             .grammar
             .as_ref()
@@ -325,6 +326,7 @@ impl LanguageModel for LoadedModel {
             segments,
             tokens,
             chain,
+            greedy,
             constraint,
             stop: request.stop,
             max_tokens: request.max_tokens,

@@ -8,6 +8,7 @@ use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use super::LoadedModel;
 use crate::llm::engine::{LlmError, SamplingParams};
 use crate::llm::grammar::{guidance_factory, Grammar, GrammarError};
+use crate::llm::llama::greedy::Greedy;
 use crate::llm::llama::worker::Constraint;
 use crate::llm::llama::GrammarBackend;
 use crate::llm::llama_log;
@@ -54,6 +55,19 @@ impl LoadedModel {
             chain.push(LlamaSampler::dist(seed));
         }
         LlamaSampler::chain(chain, true)
+    }
+
+    /// The greedy choice of `build_chain`'s chain for the same request, made straight from the
+    /// logits (see `greedy`): None where the chain samples.
+    pub(super) fn greedy_rule(&self, params: &SamplingParams, ignore_eos: bool) -> Option<Greedy> {
+        (params.temperature <= 0.0).then(|| {
+            let masked = if ignore_eos {
+                self.eog_tokens.clone()
+            } else {
+                Vec::new()
+            };
+            Greedy::new(masked, params.repeat_penalty, params.repeat_last_n)
+        })
     }
 
     pub(super) fn build_constraint(
