@@ -126,7 +126,16 @@ open(sys.argv[2], "w").write(f"{torch.cuda.mem_get_info()[0] >> 20}\n")
 time.sleep(300)
 EOF
     local holder=$!
-    for _ in $(seq 120); do [[ -s $work/held ]] && break; sleep 0.5; done
+    for _ in $(seq 120); do
+      [[ -s $work/held ]] && break
+      kill -0 "$holder" 2>/dev/null || break
+      sleep 0.5
+    done
+    if [[ ! -s $work/held ]]; then
+      log "fit: the process meant to hold the GPU's memory did not (is torch there?); no fit check"
+      kill "$holder" 2>/dev/null || true
+      return 0
+    fi
     log "fit: $(cat "$work/held" 2>/dev/null || echo '?') MiB left free by another process"
     {
       echo "## another process leaves $(cat "$work/held" 2>/dev/null || echo '?') MiB of the GPU free ($leave GiB asked)"

@@ -25,6 +25,7 @@ pub struct Greedy {
     last_n: usize,
     window: VecDeque<LlamaToken>,
     scratch: Vec<f32>,
+    distinct: Vec<i32>,
 }
 
 impl Greedy {
@@ -42,6 +43,7 @@ impl Greedy {
             last_n,
             window: VecDeque::with_capacity(last_n),
             scratch: Vec::new(),
+            distinct: Vec::new(),
         }
     }
 
@@ -61,12 +63,14 @@ impl Greedy {
                 *l += f32::NEG_INFINITY;
             }
         }
-        // Each distinct token once, as llama.cpp's count map visits it.
-        for (k, t) in self.window.iter().enumerate() {
-            if self.window.iter().take(k).any(|u| u == t) {
-                continue;
-            }
-            if let Some(l) = usize::try_from(t.0)
+        // Each distinct token once, as llama.cpp's count map visits it (sorted, since the
+        // window can be set to thousands of tokens).
+        self.distinct.clear();
+        self.distinct.extend(self.window.iter().map(|t| t.0));
+        self.distinct.sort_unstable();
+        self.distinct.dedup();
+        for &t in &self.distinct {
+            if let Some(l) = usize::try_from(t)
                 .ok()
                 .and_then(|i| self.scratch.get_mut(i))
             {

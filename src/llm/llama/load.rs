@@ -288,7 +288,49 @@ struct LoadJob {
     engine: LlamaEngine,
 }
 
+/// A load that failed for want of (GPU) memory, as llama.cpp words it, not for a bad file.
+fn is_allocation_failure(reason: &str) -> bool {
+    let reason = reason.to_ascii_lowercase();
+    ["alloc", "buffer", "out of memory"]
+        .iter()
+        .any(|w| reason.contains(w))
+}
+
 impl LoadJob {
+    /// The host-memory check the load was admitted with, again for the CPU's larger share
+    /// (every weight and the whole KV cache) after an offload failed: refused where even
+    /// unloading the model in use leaves too little, else that model goes first if it must.
+    fn make_room_on_the_host(&self) -> Result<(), LlmError> {
+        let Some(available) = memory::available_memory_bytes() else {
+            return Ok(());
+        };
+        let needed = self.estimate.total();
+        if needed <= available {
+            return Ok(());
+        }
+        let resident = self
+            .engine
+            .current()
+            .map(|m| m.memory_estimate().total())
+            .unwrap_or(0);
+        if needed > available + resident {
+            return Err(LlmError::InsufficientMemory {
+                path: self.info.path.clone(),
+                needed,
+                available: available + resident,
+                hint: " on the CPU, after the GPU had too little memory free; try a smaller \
+                       context or a smaller quantization"
+                    .into(),
+            });
+        }
+        self.engine.unload();
+        *lock(&self.engine.shared.state) = LoadState::Loading {
+            path: self.info.path.clone(),
+            progress: 0.0,
+        };
+        Ok(())
+    }
+
     fn fail(&self, error: LlmError) {
         *lock(&self.engine.shared.state) = LoadState::Failed {
             path: self.info.path.clone(),
@@ -353,7 +395,9 @@ impl LoadJob {
             // The free memory read before loading was wrong or went to another program (a GPU
             // nearly full reports nothing once this process's own CUDA context takes the
             // rest): the CPU can still run the model.
-            Err(LlmError::LoadFailed { reason, .. }) if self.gpu_layers_chosen => {
+            Err(LlmError::LoadFailed { reason, .. })
+                if self.gpu_layers_chosen && is_allocation_failure(&reason) =>
+            {
                 tracing::warn!(
                     "{}: {} layers did not load on the GPU ({reason}); loading on the CPU",
                     self.info.name,
@@ -361,7 +405,10 @@ impl LoadJob {
                 );
                 self.opts.gpu_layers = 0;
                 self.estimate = MemoryEstimate::for_model(&self.info, &self.opts);
-                open(&self, 0)
+                match self.make_room_on_the_host() {
+                    Ok(()) => open(&self, 0),
+                    Err(e) => Err(e),
+                }
             }
             other => other,
         };

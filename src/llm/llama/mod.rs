@@ -455,8 +455,6 @@ mod tests {
         assert_eq!(fit_gpu_layers(&info, &opts(8192), GIB / 2), 0);
     }
 
-    /// Review of issue 20's fit: a laptop's integrated GPU (system memory) reported more free
-    /// memory than the discrete GPU the layers go to, and the fit used it.
     /// Issue 20, found on an H200 another process had filled (511 MiB free, Burrow's own CUDA
     /// context took that): 0 bytes free was read as "the device does not say", so every layer
     /// went to the GPU and the load failed where the CPU would have run it.
@@ -477,6 +475,8 @@ mod tests {
         assert_eq!(offload_free_memory(&[silent]), None);
     }
 
+    /// Review of issue 20's fit: a laptop's integrated GPU (system memory) reported more free
+    /// memory than the discrete GPU the layers go to, and the fit used it.
     #[test]
     fn the_fit_reads_the_discrete_gpu_and_not_an_integrated_one_beside_it() {
         let gpu = |free: u64, integrated| GpuDevice {

@@ -30,7 +30,7 @@ pub(super) enum Constraint {
 }
 
 pub(super) enum Command {
-    Generate(Job),
+    Generate(Box<Job>),
     ClearCache(std_mpsc::Sender<()>),
     CachedTokens(std_mpsc::Sender<usize>),
     /// Bring the KV state of a prefix from its file, or evaluate it and write the file (see
@@ -114,7 +114,7 @@ impl<'m> Worker<'m> {
     pub(super) fn serve(mut self, commands: std_mpsc::Receiver<Command>, closing: &AtomicBool) {
         while let Ok(cmd) = commands.recv() {
             let job = match cmd {
-                Command::Generate(job) => job,
+                Command::Generate(job) => *job,
                 Command::ClearCache(done) => {
                     self.reset();
                     let _ = done.send(());

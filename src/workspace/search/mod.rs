@@ -1108,6 +1108,61 @@ mod tests {
         }
     }
 
+    /// Review of issue 18's shared pass: rows that score the same (here, items with the same
+    /// text) came in whatever order each statement's sorter left them, so the shared pass and
+    /// a ranking alone could list tied units differently, and a page cut between them could
+    /// hold different items. Ties are now broken by the newest row first, in every statement.
+    #[test]
+    fn tied_rows_come_in_one_order_whichever_statement_ranks_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let items: Vec<serde_json::Value> = (1..=40)
+            .map(|n: usize| {
+                let body = ["wallet sync crash", "sync crash text", "crash text more"][n % 3];
+                let mut r = serde_json::json!({
+                    "number": n, "title": "Report", "body": body,
+                    "state": "open", "user": {"login": "ann"},
+                    "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
+                });
+                if n.is_multiple_of(2) {
+                    r["pull_request"] = serde_json::json!({"url": "x"});
+                }
+                r
+            })
+            .collect();
+        let file = dir.path().join("items.json");
+        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
+        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
+        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        let base = query("which pull request fixed the wallet sync crash");
+        let subs = [
+            base.clone(),
+            SearchQuery {
+                kinds: vec![Kind::Pr],
+                ..base.clone()
+            },
+            SearchQuery {
+                kinds: vec![Kind::Issue],
+                ..base.clone()
+            },
+        ];
+        for depth in [2, 5, 100] {
+            let shared = ws.words_rankings_shared(&subs, depth).unwrap().unwrap();
+            for (sub, (order, _, _)) in subs.iter().zip(shared) {
+                let (alone, rows, _) = ws.words_ranking(sub, depth).unwrap();
+                assert_eq!(order, alone, "{sub:?} to {depth}");
+                // Within each run of equal scores, the newest item first.
+                for pair in alone.windows(2) {
+                    if pair[0].1 == pair[1].1 {
+                        assert!(
+                            rows[&pair[0].0].number > rows[&pair[1].0].number,
+                            "{pair:?} at depth {depth}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     fn numbers(page: &SearchPage) -> Vec<i64> {
         page.hits.iter().filter_map(|h| h.number).collect()
     }

@@ -186,6 +186,7 @@ fn score_and_args(expr: &Expr, post: &PostFilter) -> (String, Vec<SqlValue>) {
 }
 
 /// Every match of `expr`, best first, with its BM25 (lower is better): rowids and scores only.
+/// Equal scores go newest row first, here and in `rank_page`: the two must list ties alike.
 pub(super) fn rank_all(
     conn: &Connection,
     expr: &Expr,
@@ -193,7 +194,7 @@ pub(super) fn rank_all(
 ) -> Result<Vec<(i64, f64)>, WorkspaceError> {
     let (score, args) = score_and_args(expr, post);
     let sql = format!(
-        "SELECT docs_fts.rowid, {score} AS score {} ORDER BY score",
+        "SELECT docs_fts.rowid, {score} AS score {} ORDER BY score, docs_fts.rowid DESC",
         post.tables_and_conditions()
     );
     let mut stmt = conn
@@ -246,12 +247,12 @@ pub(super) fn rank_page(
         format!(
             "m AS MATERIALIZED (SELECT docs_fts.rowid AS id, {score} AS score {matches}
                                 ORDER BY docs_fts.rowid DESC LIMIT ?),
-             top AS (SELECT id, score FROM m ORDER BY score LIMIT ? OFFSET ?)"
+             top AS (SELECT id, score FROM m ORDER BY score, id DESC LIMIT ? OFFSET ?)"
         )
     } else {
         format!(
             "top AS (SELECT docs_fts.rowid AS id, {score} AS score {matches}
-                     ORDER BY score LIMIT ? OFFSET ?)"
+                     ORDER BY score, docs_fts.rowid DESC LIMIT ? OFFSET ?)"
         )
     };
     let ranked_sql = if window.is_some() {
@@ -263,7 +264,7 @@ pub(super) fn rank_page(
         "WITH {top}
          SELECT {HIT_COLUMNS}, top.score, docs.body, {ranked_sql}
          FROM top JOIN docs ON docs.id = top.id JOIN repos ON repos.id = docs.repo_id
-         ORDER BY top.score"
+         ORDER BY top.score, top.id DESC"
     );
     if let Some(w) = window {
         args.push(SqlValue::Integer(w as i64));

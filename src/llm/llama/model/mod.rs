@@ -335,7 +335,7 @@ impl LanguageModel for LoadedModel {
             setup_ms: started.elapsed().as_secs_f64() * 1000.0,
             pad_prefill: self.prefill_padding.load(Ordering::Relaxed),
         };
-        self.send(Command::Generate(job))?;
+        self.send(Command::Generate(Box::new(job)))?;
         Ok(generation)
     }
 
