@@ -959,10 +959,7 @@ mod tests {
                 true,
             ),
         ];
-        let file = dir.path().join("items.json");
-        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
-        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
-        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        let (ws, _) = import_items(dir.path(), &items);
         let text = "the peers table freezes when sorted by address";
         let kept = ws
             .search(&SearchQuery {
@@ -1010,10 +1007,7 @@ mod tests {
                 r
             })
             .collect();
-        let file = dir.path().join("items.json");
-        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
-        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
-        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        let (ws, file) = import_items(dir.path(), &items);
 
         let base = query("which pull request fixed the wallet sync crash");
         let filtered = [
@@ -1036,17 +1030,7 @@ mod tests {
                     kinds: kinds.clone(),
                     ..q.clone()
                 };
-                let subs = [
-                    first.clone(),
-                    SearchQuery {
-                        kinds: vec![Kind::Pr],
-                        ..q.clone()
-                    },
-                    SearchQuery {
-                        kinds: vec![Kind::Issue],
-                        ..q.clone()
-                    },
-                ];
+                let subs = kind_subs(first, &q);
                 for depth in [3, 100] {
                     let shared = ws.words_rankings_shared(&subs, depth).unwrap().unwrap();
                     let mut rows: HashMap<i64, RawHit> = HashMap::new();
@@ -1108,6 +1092,27 @@ mod tests {
         }
     }
 
+    /// A workspace of `items` (REST issue objects) imported as o/r, and the file they came from.
+    fn import_items(
+        dir: &std::path::Path,
+        items: &[serde_json::Value],
+    ) -> (Workspace, std::path::PathBuf) {
+        let file = dir.join("items.json");
+        std::fs::write(&file, serde_json::to_vec(items).unwrap()).unwrap();
+        let ws = Workspace::open_at(&dir.join("w.db")).unwrap();
+        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        (ws, file)
+    }
+
+    /// The rankings a pull-request question fuses: `first`, then `q`'s pull requests and issues.
+    fn kind_subs(first: SearchQuery, q: &SearchQuery) -> [SearchQuery; 3] {
+        let of = |kind| SearchQuery {
+            kinds: vec![kind],
+            ..q.clone()
+        };
+        [first, of(Kind::Pr), of(Kind::Issue)]
+    }
+
     /// Review of issue 18's shared pass: rows that score the same (here, items with the same
     /// text) came in whatever order each statement's sorter left them, so the shared pass and
     /// a ranking alone could list tied units differently, and a page cut between them could
@@ -1129,22 +1134,9 @@ mod tests {
                 r
             })
             .collect();
-        let file = dir.path().join("items.json");
-        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
-        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
-        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        let (ws, _) = import_items(dir.path(), &items);
         let base = query("which pull request fixed the wallet sync crash");
-        let subs = [
-            base.clone(),
-            SearchQuery {
-                kinds: vec![Kind::Pr],
-                ..base.clone()
-            },
-            SearchQuery {
-                kinds: vec![Kind::Issue],
-                ..base.clone()
-            },
-        ];
+        let subs = kind_subs(base.clone(), &base);
         for depth in [2, 5, 100] {
             let shared = ws.words_rankings_shared(&subs, depth).unwrap().unwrap();
             for (sub, (order, _, _)) in subs.iter().zip(shared) {
