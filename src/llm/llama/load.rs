@@ -187,30 +187,7 @@ impl LlamaEngine {
         }
         let opts = options.resolve(&info)?;
         let estimate = MemoryEstimate::for_model(&info, &opts);
-        let resident = self
-            .current()
-            .map(|m| m.memory_estimate().total())
-            .unwrap_or(0);
-        let mut unload_first = false;
-        if let Some(available) = available {
-            if estimate.total() > available {
-                if estimate.total() > available + resident {
-                    return Err(LlmError::InsufficientMemory {
-                        path: path.to_path_buf(),
-                        needed: estimate.total(),
-                        available: available + resident,
-                        hint: format!(
-                            " (weights {}, context cache {} for {} tokens); try a smaller context or a smaller quantization",
-                            human_bytes(estimate.weights),
-                            human_bytes(estimate.kv_cache),
-                            opts.context_size
-                        ),
-                    });
-                }
-                // Fits only once the resident model is gone.
-                unload_first = true;
-            }
-        }
+        let unload_first = host_room(&path, &estimate, &opts, available, self.resident_bytes())?;
         let (tx, rx) = mpsc::unbounded_channel();
         let cancel = CancelToken::new();
         let job = LoadJob {
@@ -266,6 +243,13 @@ impl LlamaEngine {
         Ok(())
     }
 
+    /// Host memory the model in use takes (0 when none is loaded).
+    fn resident_bytes(&self) -> u64 {
+        self.current()
+            .map(|m| m.memory_estimate().total())
+            .unwrap_or(0)
+    }
+
     pub fn load_blocking(
         &self,
         path: &Path,
@@ -296,39 +280,47 @@ fn is_allocation_failure(reason: &str) -> bool {
         .any(|w| reason.contains(w))
 }
 
+/// Whether a model of `estimate` fits in the host memory `available` (None: unknown), the
+/// `resident` model's counted as freed where need be: Ok(true) when that model must be unloaded
+/// first, or the error saying how far short it is.
+fn host_room(
+    path: &Path,
+    estimate: &MemoryEstimate,
+    opts: &ResolvedLoadOptions,
+    available: Option<u64>,
+    resident: u64,
+) -> Result<bool, LlmError> {
+    let Some(available) = available else {
+        return Ok(false);
+    };
+    if estimate.total() <= available {
+        return Ok(false);
+    }
+    if estimate.total() > available + resident {
+        return Err(LlmError::InsufficientMemory {
+            path: path.to_path_buf(),
+            needed: estimate.total(),
+            available: available + resident,
+            hint: format!(
+                " (weights {}, context cache {} for {} tokens); try a smaller context or a smaller quantization",
+                human_bytes(estimate.weights),
+                human_bytes(estimate.kv_cache),
+                opts.context_size
+            ),
+        });
+    }
+    // Fits only once the resident model is gone.
+    Ok(true)
+}
+
 impl LoadJob {
-    /// The host-memory check the load was admitted with, again for the CPU's larger share
-    /// (every weight and the whole KV cache) after an offload failed: refused where even
-    /// unloading the model in use leaves too little, else that model goes first if it must.
-    fn make_room_on_the_host(&self) -> Result<(), LlmError> {
-        let Some(available) = memory::available_memory_bytes() else {
-            return Ok(());
-        };
-        let needed = self.estimate.total();
-        if needed <= available {
-            return Ok(());
-        }
-        let resident = self
-            .engine
-            .current()
-            .map(|m| m.memory_estimate().total())
-            .unwrap_or(0);
-        if needed > available + resident {
-            return Err(LlmError::InsufficientMemory {
-                path: self.info.path.clone(),
-                needed,
-                available: available + resident,
-                hint: " on the CPU, after the GPU had too little memory free; try a smaller \
-                       context or a smaller quantization"
-                    .into(),
-            });
-        }
+    /// The model in use goes first (it and the new one do not fit together).
+    fn unload_resident(&self) {
         self.engine.unload();
         *lock(&self.engine.shared.state) = LoadState::Loading {
             path: self.info.path.clone(),
             progress: 0.0,
         };
-        Ok(())
     }
 
     fn fail(&self, error: LlmError) {
@@ -346,11 +338,7 @@ impl LoadJob {
             Err(e) => return self.fail(e),
         };
         if self.unload_first {
-            self.engine.unload();
-            *lock(&self.engine.shared.state) = LoadState::Loading {
-                path: self.info.path.clone(),
-                progress: 0.0,
-            };
+            self.unload_resident();
         }
         let path = self.info.path.clone();
         let open = |job: &LoadJob, gpu_layers: u32| -> Result<LlamaModel, LlmError> {
@@ -405,8 +393,21 @@ impl LoadJob {
                 );
                 self.opts.gpu_layers = 0;
                 self.estimate = MemoryEstimate::for_model(&self.info, &self.opts);
-                match self.make_room_on_the_host() {
-                    Ok(()) => open(&self, 0),
+                // The host-memory check the load was admitted with, again for the CPU's
+                // larger share (every weight and the whole KV cache).
+                match host_room(
+                    &path,
+                    &self.estimate,
+                    &self.opts,
+                    memory::available_memory_bytes(),
+                    self.engine.resident_bytes(),
+                ) {
+                    Ok(unload) => {
+                        if unload {
+                            self.unload_resident();
+                        }
+                        open(&self, 0)
+                    }
                     Err(e) => Err(e),
                 }
             }
