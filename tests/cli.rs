@@ -626,6 +626,9 @@ fn notes_workspace(home: &Path) {
 /// run ends, and `--json`, `--trace` and the database tell the same steps.
 #[test]
 fn ask_runs_the_agent_and_keeps_a_trace() {
+    // One model process at a time: two decoding at once on two cores spin against each other
+    // (in CI this binary took 753 s with the ask tests running beside each other and the bench).
+    let _g = common::exclusive();
     let home = tempfile::tempdir().unwrap();
     notes_workspace(home.path());
     let trace = home.path().join("trace.jsonl");
@@ -763,6 +766,9 @@ fn a_fifo_named_like_a_model_or_an_export_is_refused_not_waited_on() {
 /// and none half-written, and `--resume` carries it on from there to an end.
 #[test]
 fn ask_killed_at_several_points_keeps_its_steps_and_resumes() {
+    // One model process at a time: two decoding at once on two cores spin against each other
+    // (in CI this binary took 753 s with the ask tests running beside each other and the bench).
+    let _g = common::exclusive();
     let home = tempfile::tempdir().unwrap();
     notes_workspace(home.path());
     let db = home.path().join("workspace.db");

@@ -146,17 +146,27 @@ async function loadFromList(path) {
   // nothing. Once, late in a loaded suite, a load after a failed run never started (120 s);
   // a click on the still-disabled button would do that, but the page then was not seen: so
   // wait until it is enabled, and if a load still does not come, say what the page shows.
+  // The screen reads its lists again each time it is shown and then redraws them: a click
+  // between WebDriver's hit test and that redraw lands wherever the redraw put something else
+  // (seen twice in CI, after the failed run: the button enabled, no load begun, 120 s). So wait
+  // until the screen is no longer busy, then until the button is enabled.
+  await until("the Models screen to finish reading its lists", "return !document.querySelector('#screen-models').hasAttribute('aria-busy');");
   await until("the load button to be enabled", `const r = document.querySelector('${button}'); return r && !r.disabled;`);
   await click(button);
-  try {
-    await until("the model to load", `const r = document.querySelector('${button}'); return r && r.textContent === 'In use';`);
-  } catch (e) {
-    const seen = await exec(
+  const page = () =>
+    exec(
       `const r = document.querySelector('${button}');
        return JSON.stringify({ button: r?.textContent, disabled: r?.disabled, current: document.querySelector('.current-model')?.textContent,
+                               loading: document.querySelector('#model-loading')?.textContent, error: document.querySelector('#model-error')?.textContent,
+                               busy: document.querySelector('[aria-busy]')?.id ?? null,
                                notices: [...document.querySelectorAll('.notice')].map(n => n.textContent) });`,
     ).catch(() => "unreadable");
-    throw new Error(`${e.message}; the page: ${seen}`);
+  try {
+    // A load shows at once: its progress (the button disabled), its failure, or the model in use.
+    await until("the load to begin", `const r = document.querySelector('${button}'); return (r && r.disabled) || document.querySelector('#model-error') !== null || null;`, [], 20_000);
+    await until("the model to load", `const r = document.querySelector('${button}'); return r && r.textContent === 'In use';`);
+  } catch (e) {
+    throw new Error(`${e.message}; the page: ${await page()}`);
   }
 }
 

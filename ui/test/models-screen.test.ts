@@ -7,7 +7,9 @@ import type { CatalogueModel, Discovery, ModelInfo } from "../src/types";
 const api = vi.hoisted(() => ({
   fetchModel: vi.fn(() => new Promise(() => undefined)),
   addRemote: vi.fn(async (url: string, name: string | null) => ({ name: name ?? "x", url, reachable: true, llguidance: true })),
-  listRemotes: vi.fn(async () => []),
+  listRemotes: vi.fn(async (): Promise<unknown[]> => []),
+  listModels: vi.fn(async () => ({ models: [], problems: [] })),
+  serveStatus: vi.fn(async () => null),
 }));
 vi.mock("../src/api", () => ({ api, errorMessage: (e: unknown) => String(e) }));
 
@@ -147,5 +149,38 @@ describe("models served elsewhere", () => {
     screen.renderModels();
     const badge = (name: string) => views.models.querySelector(`tr[data-remote="${name}"]`)!.textContent!.includes("llguidance");
     expect([badge("gpu"), badge("vllm")]).toEqual([true, false]);
+  });
+});
+
+describe("reading the lists again", () => {
+  // The e2e suite's load after a failed run (CI, twice): a click landed while the screen was
+  // about to be redrawn with the lists it was still reading. The screen says it is busy until
+  // the last list is drawn.
+  it("marks the screen busy until the slowest list (the servers' probe) is drawn", async () => {
+    let probed: (r: unknown[]) => void = () => undefined;
+    api.listRemotes.mockImplementationOnce(() => new Promise((r) => (probed = r)));
+    const refresh = screen.refreshModels();
+    expect(views.models.getAttribute("aria-busy")).toBe("true");
+    await new Promise((r) => setTimeout(r, 0));
+    expect(api.listRemotes).toHaveBeenCalled();
+    expect(views.models.getAttribute("aria-busy")).toBe("true");
+    probed([]);
+    await refresh;
+    expect(views.models.hasAttribute("aria-busy")).toBe(false);
+  });
+
+  it("stays busy while a second refresh is under way, and not after a failed one", async () => {
+    let first: (r: unknown[]) => void = () => undefined;
+    api.listRemotes.mockImplementationOnce(() => new Promise((r) => (first = r)));
+    api.listRemotes.mockImplementationOnce(async () => {
+      throw new Error("probe failed");
+    });
+    const a = screen.refreshModels();
+    const b = screen.refreshModels();
+    await b;
+    expect(views.models.getAttribute("aria-busy")).toBe("true");
+    first([]);
+    await a;
+    expect(views.models.hasAttribute("aria-busy")).toBe(false);
   });
 });

@@ -12,7 +12,22 @@ import { isLive } from "../state";
 import type { CatalogueModel, KvCacheType, ModelInfo, RemoteStatus } from "../types";
 import { saveSettings } from "./settings";
 
+/// Refreshes under way: the screen is marked busy (aria-busy) until the last one has drawn, so
+/// assistive technology (and the end-to-end tests) wait for the lists instead of acting on rows
+/// about to be redrawn.
+let refreshing = 0;
+
 export async function refreshModels(): Promise<void> {
+  refreshing++;
+  views.models.setAttribute("aria-busy", "true");
+  try {
+    await readModels();
+  } finally {
+    if (--refreshing === 0) views.models.removeAttribute("aria-busy");
+  }
+}
+
+async function readModels(): Promise<void> {
   const d = await attempt("Finding models", () => api.listModels());
   if (d) update({ kind: "ui_discovery", discovery: d });
   if (!getState().catalogue) {
