@@ -1,5 +1,5 @@
 //! Issue #4: the agent with a real model (SmolLM2-135M: the fastest, named, not the default)
-//! under the step grammars. Over 21 varied tasks on a workspace built here, spread over every
+//! under the step grammars. Over ten varied tasks on a workspace built here, spread over every
 //! protocol, every step the model writes parses and every run ends with a final answer or at
 //! the step limit. The answers of a 135M model are poor; what is checked is that the loop
 //! holds it to the protocol.
@@ -17,28 +17,21 @@ use burrow::tools::all_tools;
 use burrow::workspace::Workspace;
 use common::git;
 
-const TASKS: [&str; 21] = [
+/// Two tasks a protocol (the protocol at index `p` takes tasks `p` and `p + 5`), each of a
+/// different kind: an issue, code, a commit, arithmetic, a definition, a search with no match
+/// in the workspace, a comparison and a plan. (It ran 21 tasks until CI's time ran short: the
+/// model's prefill on two cores is most of the test's time.)
+const TASKS: [&str; 10] = [
     "Which issue reports the wallet crashing on startup?",
     "What does the function load_wallet do? Cite the file and line.",
     "Who fixed the crash on startup, and in which commit?",
-    "List the open issues.",
-    "How many pull requests were merged?",
     "What is 1250 minus 980, as a percentage of 980?",
     "Where is the WalletError type defined?",
-    "Summarize the README.",
-    "What changed in version 0.2 according to the changelog?",
     "Is there an issue about translations?",
-    "Which files are in the src directory?",
-    "What is the default fee rate in the configuration?",
     "Find the code that retries a failed connection.",
-    "Which labels are used on the issues?",
-    "What did Bob commit?",
     "Does the workspace say anything about the weather in Paris?",
     "Compare issue 1 and pull request 2: does the pull request fix the issue?",
-    "What is the newest commit about?",
     "Plan how you would find every error message in the code, then find one.",
-    "How many lines does src/wallet.rs have?",
-    "What is (17 * 23) + 4?",
 ];
 
 struct Fixture {
@@ -151,9 +144,8 @@ fn smollm2_steps_always_parse_and_runs_always_end() {
             .with_store(&*f.ws);
         let (mut steps, mut actions, mut finals) = (0, 0, 0);
         let (mut generated, mut decode_ms, mut prompt, mut cached) = (0, 0.0, 0, 0);
-        // Each task with one protocol, in turn: every protocol meets tasks of every kind, and
-        // the 21 runs stay within a few minutes now that each starts with a search whose
-        // results the model reads.
+        // Each task with one protocol, in turn: the ten runs stay within about two minutes now
+        // that each starts with a search whose results the model reads.
         let offset = PROTOCOLS.iter().position(|p| *p == protocol).unwrap_or(0);
         let mut ran = 0;
         for task in TASKS.iter().skip(offset).step_by(PROTOCOLS.len()) {
