@@ -493,11 +493,11 @@ fn main() -> anyhow::Result<()> {
             args[5] == "flat",
         )?,
         Some("vectors") if args.len() == 3 => vectors_bench(args[2].parse()?)?,
-        Some("latency") if args.len() == 4 => {
-            latency_bench(Path::new(&args[2]), Path::new(&args[3]))?
+        Some("latency") if args.len() == 4 || (args.len() == 5 && args[4] == "recording") => {
+            latency_bench(Path::new(&args[2]), Path::new(&args[3]), args.len() == 5)?
         }
         _ => anyhow::bail!(
-            "usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N BACKUP_DIR corpus|flat | vectors N | latency HOME EMBEDDING_MODEL"
+            "usage: workspace_bench search HOME REPO_NAME REPO_PATH | scale HOME N BACKUP_DIR corpus|flat | vectors N | latency HOME EMBEDDING_MODEL [recording]"
         ),
     };
     println!("{}", serde_json::to_string_pretty(&out)?);
@@ -507,8 +507,11 @@ fn main() -> anyhow::Result<()> {
 /// Search as a user types it, over an embedded workspace (`burrow workspace embed`): the short
 /// queries of `QUERIES`, each by words then in hybrid mode with the query embedded by the real
 /// model on one thread (as `burrow eval --search --threads 1` does for whole-sentence
-/// questions), five rounds after one to warm up; p50 and p95 of each.
-fn latency_bench(home: &Path, model: &Path) -> anyhow::Result<serde_json::Value> {
+/// questions), five rounds after one to warm up; p50 and p95 of each. `recording`: a run is
+/// recorded before each search, as an agent records its steps between its searches (the time
+/// of the recording is not counted).
+fn latency_bench(home: &Path, model: &Path, recording: bool) -> anyhow::Result<serde_json::Value> {
+    use burrow::agent::{record::RunStatus, RunStore};
     let ws = Workspace::open_at(&home.join("workspace.db"))?;
     let embedder = burrow::app::meaning::ModelEmbedder::load_path(model, 1)?;
     ws.set_query_embedder(Some(std::sync::Arc::new(embedder)));
@@ -517,6 +520,10 @@ fn latency_bench(home: &Path, model: &Path) -> anyhow::Result<serde_json::Value>
     for round in 0..6 {
         for q in QUERIES {
             for (i, mode) in modes.iter().enumerate() {
+                if recording {
+                    let run = ws.start_run("bench", None, "text")?;
+                    ws.finish_run(&run, RunStatus::Succeeded, Some("done"), None)?;
+                }
                 let t = Instant::now();
                 let page = ws.search(&SearchQuery {
                     text: q.to_string(),
@@ -535,7 +542,7 @@ fn latency_bench(home: &Path, model: &Path) -> anyhow::Result<serde_json::Value>
         t.sort_by(|a, b| a.total_cmp(b));
     }
     Ok(serde_json::json!({
-        "queries": QUERIES.len(), "rounds": 5,
+        "queries": QUERIES.len(), "rounds": 5, "recording": recording,
         "words_p50_ms": percentile(&times[0], 0.5), "words_p95_ms": percentile(&times[0], 0.95),
         "hybrid_p50_ms": percentile(&times[1], 0.5), "hybrid_p95_ms": percentile(&times[1], 0.95),
     }))

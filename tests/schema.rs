@@ -82,7 +82,7 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
     drop(ws);
 
     // Opening applied the migrations after 3 (issue 18: vectors and links, and the triggers
-    // that count changes to the vectors) and changed
+    // that count changes to the vectors and to the units) and changed
     // nothing else: every object of the old schema is as it was, but `issues`, which gained
     // two columns.
     let after = schema(&db);
@@ -107,6 +107,7 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
             "links_pr",
             "sqlite_autoindex_links_1",
             "doc_vectors",
+            "docs_changes",
             "embedding_model",
             "links",
             "vector_changes",
@@ -114,6 +115,9 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
             "doc_vectors_changes_ad",
             "doc_vectors_changes_ai",
             "doc_vectors_changes_au",
+            "docs_changes_ad",
+            "docs_changes_ai",
+            "docs_changes_au",
             "embedding_model_changes_ad",
             "embedding_model_changes_ai",
             "embedding_model_changes_au"

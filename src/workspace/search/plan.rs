@@ -135,9 +135,9 @@ impl Scope {
 /// search for repeat; a kind's rows are read whole (100,000 issues: about 15 ms).
 #[derive(Debug, Default)]
 pub(crate) struct PhraseRows {
-    /// The database state the counts hold for: `PRAGMA data_version` (moves when another
-    /// connection commits) and this connection's total changes.
-    stamp: (i64, u64),
+    /// The state of the units the counts hold for: `docs_changes`, which triggers move on
+    /// every change to `docs` (a commit elsewhere that leaves the units alone keeps the counts).
+    stamp: Option<i64>,
     rows: HashMap<String, f64>,
     facets: HashMap<String, Arc<HashSet<i64>>>,
 }
@@ -148,10 +148,11 @@ const PHRASE_CACHE: usize = 4096;
 impl PhraseRows {
     /// Forgets what the database no longer holds.
     fn check(&mut self, conn: &Connection) -> Result<(), WorkspaceError> {
-        let version: i64 = conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))
-            .map_err(db_err("reading the data version"))?;
-        let stamp = (version, conn.total_changes());
+        let stamp: i64 = conn
+            .prepare_cached("SELECT n FROM docs_changes WHERE id = 1")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(db_err("reading the count of changes to the index"))?;
+        let stamp = Some(stamp);
         if stamp != self.stamp || self.rows.len() >= PHRASE_CACHE {
             self.rows.clear();
             self.facets.clear();
