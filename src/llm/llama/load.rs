@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use llama_cpp_2::context::params::{KvCacheType, LlamaContextParams};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use serde::Serialize;
@@ -379,47 +381,85 @@ impl LoadJob {
             })
         };
         let started = Instant::now();
-        let loaded = match open(&self, self.opts.gpu_layers) {
-            // The free memory read before loading was wrong or went to another program (a GPU
-            // nearly full reports nothing once this process's own CUDA context takes the
-            // rest): the CPU can still run the model.
-            Err(LlmError::LoadFailed { reason, .. })
-                if self.gpu_layers_chosen && is_allocation_failure(&reason) =>
-            {
-                tracing::warn!(
-                    "{}: {} layers did not load on the GPU ({reason}); loading on the CPU",
-                    self.info.name,
-                    self.opts.gpu_layers
-                );
-                self.opts.gpu_layers = 0;
-                self.estimate = MemoryEstimate::for_model(&self.info, &self.opts);
-                // The host-memory check the load was admitted with, again for the CPU's
-                // larger share (every weight and the whole KV cache).
-                match host_room(
-                    &path,
-                    &self.estimate,
-                    &self.opts,
-                    memory::available_memory_bytes(),
-                    self.engine.resident_bytes(),
-                ) {
-                    Ok(unload) => {
-                        if unload {
-                            self.unload_resident();
-                        }
-                        open(&self, 0)
-                    }
-                    Err(e) => Err(e),
+        // At most twice: a chosen offload that fails for want of GPU memory, while loading the
+        // weights or while making the context, is tried again on the CPU (the GPU's copy of
+        // the weights is freed at the end of the failed round, before the CPU's is made).
+        let mut fall_back: Option<String> = None;
+        loop {
+            if let Some(reason) = fall_back.take() {
+                if let Err(e) = self.fall_back_to_cpu(&reason) {
+                    return self.fail(e);
                 }
             }
-            other => other,
-        };
-        let model = match loaded {
-            Ok(m) => Arc::new(m),
-            Err(e) => return self.fail(e),
-        };
-        if self.cancel.is_cancelled() {
-            return self.fail(LlmError::LoadCancelled { path });
+            let model = match open(&self, self.opts.gpu_layers) {
+                Ok(m) => Arc::new(m),
+                Err(LlmError::LoadFailed { reason, .. }) if self.may_fall_back(&reason) => {
+                    fall_back = Some(reason);
+                    continue;
+                }
+                Err(e) => return self.fail(e),
+            };
+            if self.cancel.is_cancelled() {
+                return self.fail(LlmError::LoadCancelled { path });
+            }
+            let ctx = match self.new_context(backend, &model) {
+                Ok(c) => c,
+                Err(LlmError::LoadFailed { reason, .. }) if self.may_fall_back(&reason) => {
+                    fall_back = Some(reason);
+                    continue;
+                }
+                Err(e) => return self.fail(e),
+            };
+            if self.cancel.is_cancelled() {
+                return self.fail(LlmError::LoadCancelled { path });
+            }
+            let released = self.serve(&model, ctx, started);
+            // The context went with the worker; the model goes now, and then `shutdown`, which
+            // waits for this signal, may return.
+            drop(model);
+            if let Some(released) = released {
+                let _ = released.send(());
+            }
+            return;
         }
+    }
+
+    /// Whether a failure of the GPU offload Burrow chose (not one the user asked for) may be
+    /// retried on the CPU: for want of memory, and only once.
+    fn may_fall_back(&self, reason: &str) -> bool {
+        self.gpu_layers_chosen && self.opts.gpu_layers > 0 && is_allocation_failure(reason)
+    }
+
+    /// Moves the load to the CPU: the free memory read before loading was wrong or went to
+    /// another program (a GPU nearly full reports nothing once this process's own CUDA context
+    /// takes the rest), and the CPU can still run the model.
+    fn fall_back_to_cpu(&mut self, reason: &str) -> Result<(), LlmError> {
+        tracing::warn!(
+            "{}: {} layers did not fit on the GPU ({reason}); loading on the CPU",
+            self.info.name,
+            self.opts.gpu_layers
+        );
+        self.opts.gpu_layers = 0;
+        self.estimate = MemoryEstimate::for_model(&self.info, &self.opts);
+        // The host-memory check the load was admitted with, again for the CPU's larger share
+        // (every weight and the whole KV cache).
+        if host_room(
+            &self.info.path,
+            &self.estimate,
+            &self.opts,
+            memory::available_memory_bytes(),
+            self.engine.resident_bytes(),
+        )? {
+            self.unload_resident();
+        }
+        Ok(())
+    }
+
+    fn new_context<'m>(
+        &self,
+        backend: &LlamaBackend,
+        model: &'m LlamaModel,
+    ) -> Result<LlamaContext<'m>, LlmError> {
         let n_ctx = self.opts.context_size;
         let mut ctx_params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n_ctx))
@@ -439,28 +479,33 @@ impl LoadJob {
                 .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_ENABLED);
         }
         let mark = llama_log::mark();
-        let ctx = match model.new_context(backend, ctx_params) {
-            Ok(c) => c,
-            Err(e) => {
-                return self.fail(LlmError::LoadFailed {
-                    reason: format!(
-                        "cannot create a context of {n_ctx} tokens: {}",
-                        llama_log::reason_since(mark, &e.to_string())
-                    ),
-                    path,
-                })
-            }
-        };
-        if self.cancel.is_cancelled() {
-            return self.fail(LlmError::LoadCancelled { path });
-        }
+        model
+            .new_context(backend, ctx_params)
+            .map_err(|e| LlmError::LoadFailed {
+                reason: format!(
+                    "cannot create a context of {n_ctx} tokens: {}",
+                    llama_log::reason_since(mark, &e.to_string())
+                ),
+                path: self.info.path.clone(),
+            })
+    }
+
+    /// Publishes the loaded model and serves it on this thread until it is unloaded; then gives
+    /// the signal to send once the model is freed (none when it failed before serving).
+    fn serve(
+        self,
+        model: &Arc<LlamaModel>,
+        ctx: LlamaContext<'_>,
+        started: Instant,
+    ) -> Option<std_mpsc::Sender<()>> {
+        let path = self.info.path.clone();
         let load_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (job_tx, job_rx) = std_mpsc::channel::<Command>();
         let (released_tx, released_rx) = std_mpsc::channel::<()>();
         let closing = Arc::new(AtomicBool::new(false));
         let last: super::worker::SharedSequence = Arc::default();
         let handle = match LoadedModel::new(
-            &model,
+            model,
             self.info.clone(),
             self.opts.clone(),
             self.estimate,
@@ -471,7 +516,10 @@ impl LoadJob {
             last.clone(),
         ) {
             Ok(h) => Arc::new(h),
-            Err(e) => return self.fail(e),
+            Err(e) => {
+                self.fail(e);
+                return None;
+            }
         };
         let old = lock(&self.engine.shared.current).replace(handle.clone());
         if let Some(old) = old {
@@ -493,16 +541,13 @@ impl LoadJob {
         );
         let worker = Worker::new(
             ctx,
-            &model,
+            model,
             self.opts.batch_size as usize,
             prefill_cost,
             last,
         );
         drop(self);
         worker.serve(job_rx, &closing);
-        // The context went with the worker; the model goes now (the handle's reference is
-        // released by `shutdown`, which waits for this signal).
-        drop(model);
-        let _ = released_tx.send(());
+        Some(released_tx)
     }
 }
