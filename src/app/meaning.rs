@@ -16,12 +16,8 @@ pub struct ModelEmbedder {
     name: String,
     /// The thread that embeds queries, in one context kept from query to query: making a
     /// context took 3-10 ms of a long question's 40 ms, on the path of every search by meaning.
-    /// Started by the first query; it ends when this is dropped.
-    queries: Mutex<Option<mpsc::Sender<QueryJob>>>,
+    queries: QueryThread,
 }
-
-/// A query to embed, and where its vector goes.
-type QueryJob = (String, mpsc::SyncSender<Result<Vec<f32>, String>>);
 
 impl std::fmt::Debug for ModelEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -50,10 +46,15 @@ impl ModelEmbedder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
+        let model = Arc::new(model);
+        let for_queries = Arc::clone(&model);
         Ok(ModelEmbedder {
-            model: Arc::new(model),
+            model,
             name,
-            queries: Mutex::new(None),
+            queries: QueryThread::new(move || {
+                let model = Arc::clone(&for_queries);
+                spawn_worker(move |queue| serve_queries(&model, queue))
+            }),
         })
     }
 }
@@ -86,67 +87,114 @@ impl QueryEmbedder for ModelEmbedder {
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, String> {
-        let (reply, vector) = mpsc::sync_channel(1);
-        {
-            let mut worker = self.queries.lock().unwrap_or_else(|e| e.into_inner());
-            let sender = match worker.as_ref() {
-                Some(s) => s.clone(),
-                None => {
-                    let s = spawn_query_worker(Arc::clone(&self.model))?;
-                    *worker = Some(s.clone());
-                    s
-                }
-            };
-            if sender.send((text.to_string(), reply)).is_err() {
-                // The worker is gone (it panicked): the next query starts another.
-                *worker = None;
-                return Err("the query embedder stopped".to_string());
-            }
-        }
-        vector
-            .recv()
-            .map_err(|_| "the query embedder stopped".to_string())?
+        self.queries.embed(text)
     }
 }
 
-/// Starts the thread that embeds queries one at a time, in a context it keeps. One thread: the
-/// query is embedded while its words rank on the other core, and two threads fighting the
-/// ranking were slower (68 questions: p95 118 ms against 78 ms). A context that failed is
-/// made again for the next query.
-fn spawn_query_worker(model: Arc<EmbeddingModel>) -> Result<mpsc::Sender<QueryJob>, String> {
-    let (jobs, queue) = mpsc::channel::<QueryJob>();
-    std::thread::Builder::new()
-        .name("query-embedder".into())
-        .spawn(move || {
-            // Made on the first query, not here: a worker whose context failed makes another.
-            let mut session = None;
-            for (text, reply) in queue {
-                if session.is_none() {
-                    // A query takes one window: a context that size is the cheapest to keep.
-                    match model.session_with_threads(0, 1) {
-                        Ok(s) => session = Some(s),
-                        Err(e) => {
-                            let _ = reply.send(Err(e.to_string()));
-                            continue;
-                        }
-                    }
+/// A query to embed, and where its vector goes.
+type QueryJob = (String, mpsc::SyncSender<Result<Vec<f32>, String>>);
+
+/// A thread that embeds queries one at a time, and the way to send it one.
+struct QueryWorker {
+    jobs: mpsc::Sender<QueryJob>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// The query thread, started by the first query and again by the first after it is gone (it
+/// panicked), and joined when this is dropped, so the model it holds is freed by then.
+struct QueryThread {
+    spawn: Box<dyn Fn() -> Result<QueryWorker, String> + Send + Sync>,
+    current: Mutex<Option<QueryWorker>>,
+}
+
+const STOPPED: &str = "the query embedder stopped";
+
+impl QueryThread {
+    fn new(spawn: impl Fn() -> Result<QueryWorker, String> + Send + Sync + 'static) -> Self {
+        QueryThread {
+            spawn: Box::new(spawn),
+            current: Mutex::new(None),
+        }
+    }
+
+    /// The query's vector. A worker found gone is replaced and the query sent again, once: a
+    /// panic costs the query it happened on, not the next one too.
+    fn embed(&self, text: &str) -> Result<Vec<f32>, String> {
+        for attempt in 0..2 {
+            let (reply, vector) = mpsc::sync_channel(1);
+            let sent = {
+                let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+                if attempt > 0 || current.is_none() {
+                    *current = Some((self.spawn)()?);
                 }
-                let Some(s) = session.as_mut() else { continue };
-                let result = s
-                    .embed(&[text.as_str()])
-                    .map_err(|e| e.to_string())
-                    .and_then(|mut v| {
-                        v.pop()
-                            .ok_or_else(|| "the model gave no vector".to_string())
-                    });
-                if result.is_err() {
-                    session = None;
+                current
+                    .as_ref()
+                    .is_some_and(|w| w.jobs.send((text.to_string(), reply)).is_ok())
+            };
+            if sent {
+                if let Ok(result) = vector.recv() {
+                    return result;
                 }
-                let _ = reply.send(result);
             }
-        })
+            // The worker was gone, or went while this query waited (it panicked on it).
+        }
+        Err(STOPPED.to_string())
+    }
+}
+
+impl Drop for QueryThread {
+    fn drop(&mut self) {
+        let current = self.current.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = current.take() {
+            // Ends the worker's loop once the query in hand (if any) is answered.
+            drop(w.jobs);
+            let _ = w.thread.join();
+        }
+    }
+}
+
+/// Starts a thread that answers queries with `serve` until the sender is dropped.
+fn spawn_worker(
+    serve: impl FnOnce(mpsc::Receiver<QueryJob>) + Send + 'static,
+) -> Result<QueryWorker, String> {
+    let (jobs, queue) = mpsc::channel::<QueryJob>();
+    let thread = std::thread::Builder::new()
+        .name("query-embedder".into())
+        .spawn(move || serve(queue))
         .map_err(|e| format!("could not start the query embedder: {e}"))?;
-    Ok(jobs)
+    Ok(QueryWorker { jobs, thread })
+}
+
+/// Embeds queries one at a time, in a context it keeps. One thread: the query is embedded while
+/// its words rank on the other core, and two threads fighting the ranking were slower (68
+/// questions: p95 118 ms against 78 ms). A context that failed is made again for the next query.
+fn serve_queries(model: &EmbeddingModel, queue: mpsc::Receiver<QueryJob>) {
+    // Made on the first query, not before: a worker whose context failed makes another.
+    let mut session = None;
+    for (text, reply) in queue {
+        if session.is_none() {
+            // A query takes one window: a context that size is the cheapest to keep.
+            match model.session_with_threads(0, 1) {
+                Ok(s) => session = Some(s),
+                Err(e) => {
+                    let _ = reply.send(Err(e.to_string()));
+                    continue;
+                }
+            }
+        }
+        let Some(s) = session.as_mut() else { continue };
+        let result = s
+            .embed(&[text.as_str()])
+            .map_err(|e| e.to_string())
+            .and_then(|mut v| {
+                v.pop()
+                    .ok_or_else(|| "the model gave no vector".to_string())
+            });
+        if result.is_err() {
+            session = None;
+        }
+        let _ = reply.send(result);
+    }
 }
 
 /// Where a `mode` search ranks by words only because the workspace cannot rank by meaning
@@ -175,4 +223,55 @@ pub fn attach_for_search(
     let embedder = ModelEmbedder::load(home, query, threads)?;
     ws.set_query_embedder(Some(Arc::new(embedder)));
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// Issue 18's leftover: the query thread, after it panicked, cost the next query too (that
+    /// query found it gone, failed with "the query embedder stopped", and only then cleared it
+    /// for the one after). Now a worker found gone is replaced and the query sent again.
+    #[test]
+    fn the_query_after_a_panic_is_answered_by_a_new_worker() {
+        let started = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&started);
+        let queries = QueryThread::new(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            spawn_worker(|queue| {
+                for (text, reply) in queue {
+                    assert_ne!(text, "boom", "a worker that panics on this query");
+                    let _ = reply.send(Ok(vec![text.len() as f32]));
+                }
+            })
+        });
+        assert_eq!(queries.embed("ab"), Ok(vec![2.0]));
+        // The query a worker panics on fails (after one more worker tried it).
+        assert_eq!(queries.embed("boom"), Err(STOPPED.to_string()));
+        assert_eq!(queries.embed("abc"), Ok(vec![3.0]));
+        assert_eq!(queries.embed("abcd"), Ok(vec![4.0]));
+        assert_eq!(started.load(Ordering::SeqCst), 3);
+    }
+
+    /// The worker holds the model: dropping the embedder waits for it to end, so the model's
+    /// memory is free when a new one is loaded (the thread was detached).
+    #[test]
+    fn dropping_the_query_thread_waits_for_its_worker() {
+        let ended = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ended);
+        let queries = QueryThread::new(move || {
+            let flag = Arc::clone(&flag);
+            spawn_worker(move |queue| {
+                for (text, reply) in queue {
+                    let _ = reply.send(Ok(vec![text.len() as f32]));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                flag.store(true, Ordering::SeqCst);
+            })
+        });
+        assert_eq!(queries.embed("a"), Ok(vec![1.0]));
+        drop(queries);
+        assert!(ended.load(Ordering::SeqCst));
+    }
 }
