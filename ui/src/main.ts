@@ -9,7 +9,7 @@ import { api } from "./api";
 import { dispatch, recordFlushes, redraw, setCoalesce, update, wire } from "./loop";
 import { render } from "./render";
 import { refreshRuns } from "./screens/history";
-import { refreshModels } from "./screens/models";
+import { refreshModels, showModels } from "./screens/models";
 import { focusTask, timeline } from "./screens/run";
 import { refreshSettings } from "./screens/settings";
 import { refreshRepos } from "./screens/workspace";
@@ -26,7 +26,7 @@ wire({
   },
 });
 
-onShow("models", () => void refreshModels());
+onShow("models", showModels);
 onShow("workspace", () => void refreshRepos());
 onShow("history", () => void refreshRuns());
 onShow("settings", () => void refreshSettings());

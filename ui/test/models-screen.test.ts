@@ -8,7 +8,7 @@ const api = vi.hoisted(() => ({
   fetchModel: vi.fn(() => new Promise(() => undefined)),
   addRemote: vi.fn(async (url: string, name: string | null) => ({ name: name ?? "x", url, reachable: true, llguidance: true })),
   listRemotes: vi.fn(async (): Promise<unknown[]> => []),
-  listModels: vi.fn(async () => ({ models: [], problems: [] })),
+  listModels: vi.fn(async (): Promise<Discovery> => ({ models: [], problems: [] })),
   serveStatus: vi.fn(async () => null),
 }));
 vi.mock("../src/api", () => ({ api, errorMessage: (e: unknown) => String(e) }));
@@ -182,5 +182,22 @@ describe("reading the lists again", () => {
     first([]);
     await a;
     expect(views.models.hasAttribute("aria-busy")).toBe(false);
+  });
+
+  // The same lists, read again, leave the rows as they are: the screen is rebuilt whole, and a
+  // rebuild between a press and its release loses the click (the e2e suite's lost load).
+  it("draws nothing when the lists read again are the same, and draws a changed list", async () => {
+    const discovery: Discovery = { models: [found("smollm2")], problems: [] };
+    api.listModels.mockImplementation(async () => structuredClone(discovery));
+    await screen.refreshModels();
+    const button = () => views.models.querySelector('tr[data-path="/models/SmolLM2.gguf"] button.load');
+    const drawn = button();
+    expect(drawn).not.toBeNull();
+    await screen.refreshModels();
+    expect(button()).toBe(drawn);
+    discovery.models.push({ ...found("other"), name: "Other", path: "/models/other.gguf" });
+    await screen.refreshModels();
+    expect(button()).not.toBe(drawn);
+    expect(views.models.querySelector('tr[data-path="/models/other.gguf"]')).not.toBeNull();
   });
 });

@@ -27,7 +27,23 @@ export async function refreshModels(): Promise<void> {
   }
 }
 
+/// The lists the screen draws, as last read. A refresh that reads the same lists draws nothing:
+/// the screen is rebuilt whole, and a rebuild between a press and its release (or WebDriver's
+/// hit test and its click) loses the click, so it is left as it is where nothing changed.
+function listsKey(): string {
+  const s = getState();
+  return JSON.stringify([s.discovery, s.catalogue, s.settings, s.serving, s.remotes]);
+}
+
+/// Draws the screen now, with what the state holds (a run may have ended while another screen
+/// was shown), then reads its lists again.
+export function showModels(): void {
+  renderModels();
+  void refreshModels();
+}
+
 async function readModels(): Promise<void> {
+  const before = listsKey();
   const d = await attempt("Finding models", () => api.listModels());
   if (d) update({ kind: "ui_discovery", discovery: d });
   if (!getState().catalogue) {
@@ -38,15 +54,16 @@ async function readModels(): Promise<void> {
     update({ kind: "ui_settings", settings: (await attempt("Reading settings", () => api.getSettings())) ?? null });
   }
   update({ kind: "ui_serving", serving: (await attempt("Reading the server's state", () => api.serveStatus())) ?? null });
-  renderModels();
+  if (listsKey() !== before) renderModels();
   // Probing the servers may take their connect timeout: the rest is shown first.
   await refreshRemotes();
 }
 
 async function refreshRemotes(): Promise<void> {
+  const before = listsKey();
   const r = await attempt("Probing the servers", () => api.listRemotes());
   if (r) update({ kind: "ui_remotes", remotes: r });
-  renderModels();
+  if (listsKey() !== before) renderModels();
 }
 
 async function loadRemote(r: RemoteStatus): Promise<void> {
