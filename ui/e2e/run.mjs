@@ -146,10 +146,10 @@ async function loadFromList(path) {
   // nothing. Once, late in a loaded suite, a load after a failed run never started (120 s);
   // a click on the still-disabled button would do that, but the page then was not seen: so
   // wait until it is enabled, and if a load still does not come, say what the page shows.
-  // The screen reads its lists again each time it is shown and then redraws them: a click
-  // between WebDriver's hit test and that redraw lands wherever the redraw put something else
-  // (seen twice in CI, after the failed run: the button enabled, no load begun, 120 s). So wait
-  // until the screen is no longer busy, then until the button is enabled.
+  // The screen reads its lists again each time it is shown and redraws them where they
+  // changed: a click between WebDriver's hit test and such a redraw lands wherever the redraw
+  // put something else (seen twice in CI, after the failed run: the button enabled, no load
+  // begun, 120 s). So wait until the screen is no longer busy, then until the button is enabled.
   await until("the Models screen to finish reading its lists", "return !document.querySelector('#screen-models').hasAttribute('aria-busy');");
   await until("the load button to be enabled", `const r = document.querySelector('${button}'); return r && !r.disabled;`);
   await click(button);
