@@ -7,8 +7,10 @@
 //
 // Variants (BENCH_VARIANTS, comma-separated; default all): app (as it ships), app-spin (OpenMP
 // threads that spin while they wait: OMP_WAIT_POLICY=ACTIVE), app-passive (that sleep:
-// PASSIVE), app-1t (one engine thread fewer), app-nice (the webview's threads at nice 10),
-// cli (the baseline), cli-spin, cli-passive.
+// PASSIVE), app-spincount (OpenMP's threads spin a shorter while before they sleep:
+// GOMP_SPINCOUNT=BENCH_SPINCOUNT, default 10000; libgomp's default is 300000), app-1t (one engine
+// thread fewer), app-nice (the webview's threads at nice 10), cli (the baseline), cli-spin,
+// cli-passive, cli-spincount.
 //
 // Environment: BURROW_APP, BURROW_CLI (both from the same build), BURROW_MODEL (a GGUF; default
 // SmolLM2), BENCH_ROUNDS (default 2), BENCH_STEPS (default 6).
@@ -57,7 +59,14 @@ function decodeFigures(run) {
     .map((s) => ({ index: s.index, prompt: s.prompt_tokens, tokens: s.generated_tokens, tps: (s.generated_tokens - 1) / (s.decode_ms / 1000) }));
 }
 
-const waitPolicy = (v) => (v.endsWith("-spin") ? { OMP_WAIT_POLICY: "ACTIVE" } : v.endsWith("-passive") ? { OMP_WAIT_POLICY: "PASSIVE" } : {});
+const waitPolicy = (v) =>
+  v.endsWith("-spin")
+    ? { OMP_WAIT_POLICY: "ACTIVE" }
+    : v.endsWith("-passive")
+      ? { OMP_WAIT_POLICY: "PASSIVE" }
+      : v.endsWith("-spincount")
+        ? { GOMP_SPINCOUNT: process.env.BENCH_SPINCOUNT ?? "10000" }
+        : {};
 
 async function runApp(variant) {
   settings(variant === "app-1t" ? Math.max(1, cpus().length - 1) : null);
