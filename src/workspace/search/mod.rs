@@ -1104,6 +1104,19 @@ mod tests {
         (ws, file)
     }
 
+    /// An open issue (or pull request) by ann, as GitHub's REST API gives it.
+    fn open_item(n: usize, title: &str, body: &str, pr: bool) -> serde_json::Value {
+        let mut r = serde_json::json!({
+            "number": n, "title": title, "body": body,
+            "state": "open", "user": {"login": "ann"},
+            "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
+        });
+        if pr {
+            r["pull_request"] = serde_json::json!({"url": "x"});
+        }
+        r
+    }
+
     /// The rankings a pull-request question fuses: `first`, then `q`'s pull requests and issues.
     fn kind_subs(first: SearchQuery, q: &SearchQuery) -> [SearchQuery; 3] {
         let of = |kind| SearchQuery {
@@ -1123,15 +1136,7 @@ mod tests {
         let items: Vec<serde_json::Value> = (1..=40)
             .map(|n: usize| {
                 let body = ["wallet sync crash", "sync crash text", "crash text more"][n % 3];
-                let mut r = serde_json::json!({
-                    "number": n, "title": "Report", "body": body,
-                    "state": "open", "user": {"login": "ann"},
-                    "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
-                });
-                if n.is_multiple_of(2) {
-                    r["pull_request"] = serde_json::json!({"url": "x"});
-                }
-                r
+                open_item(n, "Report", body, n.is_multiple_of(2))
             })
             .collect();
         let (ws, _) = import_items(dir.path(), &items);
@@ -1163,17 +1168,7 @@ mod tests {
     #[test]
     fn kept_rows_of_a_kind_outlive_other_writes_and_not_a_change_of_the_units() {
         let dir = tempfile::tempdir().unwrap();
-        let item = |n: i64, pr: bool| {
-            let mut r = serde_json::json!({
-                "number": n, "title": format!("Report {n}"), "body": "wallet crash",
-                "state": "open", "user": {"login": "ann"},
-                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
-            });
-            if pr {
-                r["pull_request"] = serde_json::json!({"url": "x"});
-            }
-            r
-        };
+        let item = |n: usize, pr: bool| open_item(n, &format!("Report {n}"), "wallet crash", pr);
         let (ws, file) = import_items(dir.path(), &[item(1, false), item(2, true)]);
         let token = facet_token('k', Kind::Issue.as_str());
         let issues = || {

@@ -137,7 +137,8 @@ impl Scope {
 pub(crate) struct PhraseRows {
     /// The state of the units the counts hold for: `docs_changes`, which triggers move on
     /// every change to `docs` (a commit elsewhere that leaves the units alone keeps the counts).
-    stamp: Option<i64>,
+    /// Nothing is kept before the first check, so its starting value matches nothing stale.
+    stamp: i64,
     rows: HashMap<String, f64>,
     facets: HashMap<String, Arc<HashSet<i64>>>,
 }
@@ -152,7 +153,6 @@ impl PhraseRows {
             .prepare_cached("SELECT n FROM docs_changes WHERE id = 1")
             .and_then(|mut st| st.query_row([], |r| r.get(0)))
             .map_err(db_err("reading the count of changes to the index"))?;
-        let stamp = Some(stamp);
         if stamp != self.stamp || self.rows.len() >= PHRASE_CACHE {
             self.rows.clear();
             self.facets.clear();
