@@ -9,8 +9,10 @@
 // threads that spin while they wait: OMP_WAIT_POLICY=ACTIVE), app-passive (that sleep:
 // PASSIVE), app-spincount (OpenMP's threads spin a shorter while before they sleep:
 // GOMP_SPINCOUNT=BENCH_SPINCOUNT, default 10000; libgomp's default is 300000), app-1t (one engine
-// thread fewer), app-nice (the webview's threads at nice 10), cli (the baseline), cli-spin,
-// cli-passive, cli-spincount.
+// thread fewer), app-nice (the webview's threads at nice 10), app-still (no CSS animation or
+// transition in the page), app-quiet (this script looks at the page every 2 s rather than every
+// 150 ms while the run goes on: its own polling costs the webview and the driver), cli (the
+// baseline), cli-spin, cli-passive, cli-spincount.
 //
 // Environment: BURROW_APP, BURROW_CLI (both from the same build), BURROW_MODEL (a GGUF; default
 // SmolLM2), BENCH_ROUNDS (default 2), BENCH_STEPS (default 6).
@@ -76,10 +78,11 @@ async function runApp(variant) {
     try {
       await s.until("the model", "const p = document.querySelector('#current-model'); return p ? p.textContent : null;", [], 120_000);
       if (variant === "app-nice") reniceWebview(10);
+      if (variant === "app-still") await s.exec(STILL);
       const before = cpuSeconds();
       const t0 = Date.now();
       await s.keys("#task", `${TASK}\uE007`);
-      await s.until("the run to end", "const b = document.querySelector('.run-meta .badge'); return b && b.textContent !== 'Running' ? b.textContent : null;", [], 900_000);
+      await s.until("the run to end", "const b = document.querySelector('.run-meta .badge'); return b && b.textContent !== 'Running' ? b.textContent : null;", [], 900_000, variant === "app-quiet" ? 2000 : 150);
       const after = cpuSeconds();
       const wall = (Date.now() - t0) / 1000;
       const used = Object.fromEntries(Object.keys(after).map((k) => [k, (after[k] - (before[k] ?? 0)) / wall]));
@@ -104,6 +107,11 @@ async function runApp(variant) {
 }
 
 const cpuShares = {};
+
+/// The app-still variant: no CSS animation or transition runs in the page (the streaming step's
+/// blinking caret among them), to measure what they take from the model's cores.
+const STILL =
+  "const st = document.createElement('style'); st.textContent = '*, *::before, *::after { animation: none !important; transition: none !important; }'; document.head.append(st);";
 
 /// Lowers the priority of every thread of the webview's processes (an experiment: the page
 /// then preempts the model's threads less often).
@@ -131,7 +139,7 @@ function cpuSeconds() {
     } catch {
       continue;
     }
-    const group = exe.endsWith("burrow-app") ? "app" : exe.includes("WebKitWebProcess") ? "webview" : exe.includes("WebKitNetworkProcess") ? "webview" : exe.endsWith("Xvfb") ? "xvfb" : null;
+    const group = exe.endsWith("burrow-app") ? "app" : exe.includes("WebKitWebProcess") ? "webview" : exe.includes("WebKitNetworkProcess") ? "webview" : exe.endsWith("Xvfb") ? "xvfb" : Number(pid) === process.pid || exe.endsWith("tauri-driver") || exe.includes("WebKitWebDriver") ? "harness" : null;
     if (!group) continue;
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {
@@ -151,8 +159,20 @@ function cpuSeconds() {
 
 function runCli(variant) {
   settings(null);
+  const before = childCpuSeconds();
+  const t0 = Date.now();
   cli(["ask", TASK, "-m", MODEL, "--ctx", "8192", "--max-steps", String(STEPS), "--no-search-first", "--json"], waitPolicy(variant));
+  const used = (childCpuSeconds() - before) / ((Date.now() - t0) / 1000);
+  (cpuShares[variant] ??= []).push({ cli: used });
+  log(`${variant}: cores busy during the run: cli ${used.toFixed(2)} (the whole process, loading included)`);
   return newestRun();
+}
+
+/// CPU seconds of this process's children that have ended (the CLI's run, once it returns).
+function childCpuSeconds() {
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[13]) + Number(f[14])) / 100;
 }
 
 let failed = false;

@@ -152,7 +152,7 @@ export class Session {
   }
 
   /// Polls `script` (which returns a value, or null/false while not yet) until it returns one.
-  async until(what, script, args = [], timeoutMs = 120_000) {
+  async until(what, script, args = [], timeoutMs = 120_000, intervalMs = 150) {
     const start = Date.now();
     let last;
     for (;;) {
@@ -163,7 +163,7 @@ export class Session {
         last = String(e);
       }
       if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-      await sleep(150);
+      await sleep(intervalMs);
     }
   }
 
