@@ -35,11 +35,13 @@ def key(it):
     return (it["kind"], it.get("repo"), it.get("number"), it.get("path"), (it.get("hash") or "")[:10])
 
 def open_item(it):
+    """The text Burrow's opening of the item shows (agent/first.rs `open_call`); kinds are
+    the run record's Locator tags: file, issue, pull_request, commit."""
     args = {}
     k = it["kind"]
-    if k in ("issue", "pr", "pull_request"):
+    if k in ("issue", "pull_request"):
         args["number"] = it["number"]; tool = "get_issue" if k == "issue" else "get_pull_request"
-    elif k in ("file", "code", "doc"):
+    elif k == "file":
         args["path"] = it["path"]; tool = "read_file"
         if it.get("line"):
             s = max(1, it["line"] - 5); args["start_line"] = s; args["end_line"] = s + 39
