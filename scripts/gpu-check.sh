@@ -8,7 +8,7 @@
 #
 # prepare builds Burrow with llama.cpp as shared libraries (--features llama-cpp-2/dynamic-link,
 # in $CARGO_TARGET_DIR/dynamic or $DYNAMIC_TARGET_DIR), packs the vendored llama.cpp tree with llama-bench.cpp (as
-# bench-vs-llama-bench.sh prepares it), and takes the header of each model in models/
+# bench-vs-llama-bench.sh prepares it, unbuilt), and takes the header of each model in models/
 # (scripts/gguf-synth.py skeleton: SmolLM2's weights alone are 94 MiB).
 #
 # run builds that llama.cpp tree there with CUDA (shared libraries, and llama-bench against them),
@@ -32,9 +32,8 @@ prepare() {
   log "burrow with llama.cpp as shared libraries, in $target"
   CARGO_TARGET_DIR=$target cargo build --release --quiet --features llama-cpp-2/dynamic-link --bin burrow
   strip -o "$dir/burrow" "$target/release/burrow"
-  # The prepared tree (llama-bench.cpp added); building llama-bench here once prepares it.
-  llama_bench_build "$ROOT/scripts/.llama-bench" "$(llama_vendored_tree)" "$ROOT/scripts/.llama-bench/build" \
-    -DLLAMA_BUILD_SERVER=OFF >/dev/null
+  # The vendored tree with llama-bench.cpp added; it is built there, with CUDA.
+  llama_bench_tree "$ROOT/scripts/.llama-bench" "$(llama_vendored_tree)"
   # Only the CPU and CUDA backends travel: the rest of ggml/src is 15 MiB the build never reads.
   local skip=()
   for b in et metal hexagon sycl vulkan opencl cann musa hip rpc webgpu zdnn zendnn virtgpu openvino blas; do
@@ -52,7 +51,10 @@ run() {
   local dir=$1 out=$2 work=$ROOT/.gpu-build
   mkdir -p "$out" "$work"
   # BACKEND=cpu rehearses the whole run on a machine without a GPU (no fit check there).
-  local backend=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}")
+  # Flash attention's kernels only for the KV cache types the bench runs (f16, q8_0): the others
+  # would double the build, which the lent minutes pay for.
+  local backend=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}"
+    "-DGGML_CUDA_FA_QUANTS=${CUDA_FA_QUANTS:-f16-f16;q8_0-q8_0}")
   if [[ ${BACKEND:-cuda} == cpu ]]; then
     backend=()
   else

@@ -25,19 +25,13 @@ pkg = next(p for p in meta["packages"] if p["name"] == "llama-cpp-sys-2")
 print(os.path.join(os.path.dirname(pkg["manifest_path"]), "llama.cpp"))'
 }
 
-# Builds llama.cpp's llama-bench against the vendored tree (once per BUILD folder) and prints
-# its path. llama-cpp-sys-2 ships llama.cpp without tools/*.cpp, so llama-bench.cpp comes from
-# the llama_cpp_python sdist on PyPI (whose vendored llama.cpp carries it), unchanged.
+# Prepares WORK/src: the vendored tree with llama-bench's sources added. llama-cpp-sys-2 ships
+# llama.cpp without tools/*.cpp, so llama-bench.cpp comes from the llama_cpp_python sdist on PyPI
+# (whose vendored llama.cpp carries it), unchanged.
 #
-#   llama_bench_build WORK VENDORED BUILD [-DEXTRA=...]...
-llama_bench_build() {
-  local work=$1 vendored=$2 build=$3
-  shift 3
-  local version=0.3.36 bin=$build/bin/llama-bench
-  if [[ -x $bin ]]; then
-    echo "$bin"
-    return 0
-  fi
+#   llama_bench_tree WORK VENDORED
+llama_bench_tree() {
+  local work=$1 vendored=$2 version=0.3.36
   mkdir -p "$work"
   if [[ ! -d $work/sdist ]]; then
     echo "[llama-bench] downloading llama_cpp_python==$version (sdist) for llama-bench.cpp" >&2
@@ -59,6 +53,21 @@ llama_bench_build() {
       > "$work/src/tools/CMakeLists.txt"
     echo "$vendored" > "$work/src/.from"
   fi
+}
+
+# Builds llama.cpp's llama-bench against the vendored tree (once per BUILD folder) and prints
+# its path.
+#
+#   llama_bench_build WORK VENDORED BUILD [-DEXTRA=...]...
+llama_bench_build() {
+  local work=$1 vendored=$2 build=$3
+  shift 3
+  local bin=$build/bin/llama-bench
+  if [[ -x $bin ]]; then
+    echo "$bin"
+    return 0
+  fi
+  llama_bench_tree "$work" "$vendored" || return 1
   echo "[llama-bench] building in $build ($*)" >&2
   llama_cmake_configure "$work/src" "$build" "$build.cmake.log" "$@" || return 1
   cmake --build "$build" --target llama-bench -j"$(nproc)" >"$build.log" 2>&1 \

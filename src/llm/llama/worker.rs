@@ -485,16 +485,20 @@ impl<'m> Worker<'m> {
                     let mask = m
                         .compute_mask_or_eos()
                         .map_err(|e| rejected(e.to_string()))?;
-                    let mut buf = cur.data;
-                    fill(&mut buf);
-                    for d in &mut buf {
-                        if !mask.is_allowed(d.id().0 as u32) {
-                            d.set_logit(f32::NEG_INFINITY);
+                    if let Some(g) = greedy.as_deref_mut() {
+                        token = g.pick_allowed(logits, mask.as_slice());
+                    } else {
+                        let mut buf = cur.data;
+                        fill(&mut buf);
+                        for d in &mut buf {
+                            if !mask.is_allowed(d.id().0 as u32) {
+                                d.set_logit(f32::NEG_INFINITY);
+                            }
                         }
+                        cur = LlamaTokenDataArray::new(buf, false);
+                        chain.apply(&mut cur);
+                        token = selected_if_allowed(&cur);
                     }
-                    cur = LlamaTokenDataArray::new(buf, false);
-                    chain.apply(&mut cur);
-                    token = selected_if_allowed(&cur);
                 }
                 if let Some(t) = token.filter(|t| !vocab.is_eog(*t)) {
                     m.consume_token(t.0 as u32)
