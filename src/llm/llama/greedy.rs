@@ -163,37 +163,24 @@ impl Greedy {
 /// ascending, each within `v`) replacing theirs: the first that is greater than every one before
 /// it, scanning from index 0 (so a NaN is never chosen, except at index 0, which nothing beats).
 fn first_max_changed(v: &[f32], changed: &[(usize, f32)]) -> usize {
-    let value_at = |i: usize| match changed.first() {
-        Some(&(c, l)) if c == i => Some(l),
-        _ => v.get(i).copied(),
+    let first = match (changed.first(), v.first()) {
+        (Some(&(0, l)), _) => l,
+        (_, Some(&x)) => x,
+        (_, None) => return 0,
     };
-    let Some(first) = value_at(0) else {
-        return 0;
-    };
+    let mut best = Best::new(first);
     if first.is_nan() {
         return 0;
     }
-    // The unchanged stretches between changed entries are scanned whole; a stretch's maximum
-    // replaces the best only when strictly greater, so the first index of the maximum wins.
-    let (mut best, mut at) = (first, 0);
+    // The unchanged stretches between changed entries are scanned whole.
     let mut start = 1;
     for &(c, l) in changed.iter().filter(|(c, _)| *c >= 1) {
-        if let Some((m, i)) = v.get(start..c).and_then(stretch_max) {
-            if m > best {
-                (best, at) = (m, start + i);
-            }
-        }
-        if l > best {
-            (best, at) = (l, c);
-        }
+        best.offer_stretch(v, start, c);
+        best.offer(l, c);
         start = c + 1;
     }
-    if let Some((m, i)) = v.get(start..).and_then(stretch_max) {
-        if m > best {
-            at = start + i;
-        }
-    }
-    at
+    best.offer_stretch(v, start, v.len());
+    best.at
 }
 
 /// llama.cpp's greedy choice as a reduction: the greatest value, the lowest index among equal
@@ -216,6 +203,13 @@ impl Best {
             (self.value, self.at) = (value, at);
         }
     }
+
+    /// Offers the maximum of `v[start..end]` (`end` clipped to the row).
+    fn offer_stretch(&mut self, v: &[f32], start: usize, end: usize) {
+        if let Some((m, i)) = v.get(start..end.min(v.len())).and_then(stretch_max) {
+            self.offer(m, start + i);
+        }
+    }
 }
 
 /// Offers `best` every entry of `v` whose bit is set in `words`: runs of whole words with every
@@ -225,9 +219,7 @@ fn scan_allowed(v: &[f32], words: &[u32], best: &mut Best) {
     let mut run: Option<usize> = None;
     let flush = |run: &mut Option<usize>, end: usize, best: &mut Best| {
         if let Some(start) = run.take() {
-            if let Some((m, i)) = v.get(start..end.min(v.len())).and_then(stretch_max) {
-                best.offer(m, start + i);
-            }
+            best.offer_stretch(v, start, end);
         }
     };
     for (n, &w) in words.iter().enumerate() {
