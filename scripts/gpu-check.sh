@@ -5,6 +5,7 @@
 #
 #   scripts/gpu-check.sh prepare DIR   # here: what the GPU machine needs, into DIR
 #   scripts/gpu-check.sh run DIR OUT   # there: build, measure, write reports into OUT
+#                                      # (device.txt, bench-*.txt, fit.txt, logs.tar.gz)
 #
 # prepare builds Burrow with llama.cpp as shared libraries (--features llama-cpp-2/dynamic-link,
 # in $CARGO_TARGET_DIR/dynamic or $DYNAMIC_TARGET_DIR), packs the vendored llama.cpp tree with llama-bench.cpp (as
@@ -50,6 +51,13 @@ prepare() {
 run() {
   local dir=$1 out=$2 work=$ROOT/.gpu-build
   mkdir -p "$out" "$work"
+  # The device tool brings back at most 8 files: the reports come as they are, the logs in one
+  # archive, written however the run ends.
+  LOGS=$work/logs
+  rm -rf "$LOGS"
+  mkdir -p "$LOGS"
+  trap 'tar -czf "$OUT_DIR/logs.tar.gz" -C "$LOGS/.." logs 2>/dev/null || true' EXIT
+  OUT_DIR=$out
   # BACKEND=cpu rehearses the whole run on a machine without a GPU (no fit check there).
   # Flash attention's kernels only for the KV cache types the bench runs (f16, q8_0): the others
   # would double the build, which the lent minutes pay for.
@@ -70,12 +78,12 @@ run() {
     local gen=()
     command -v ninja >/dev/null && gen=(-G Ninja)
     log "configuring llama.cpp as shared libraries: ${backend[*]:-CPU only}"
-    llama_cmake_configure "$work/src" "$work/build" "$out/cmake.log" "${gen[@]}" \
+    llama_cmake_configure "$work/src" "$work/build" "$LOGS/cmake.log" "${gen[@]}" \
       -DBUILD_SHARED_LIBS=ON "${backend[@]}" -DLLAMA_BUILD_SERVER=OFF
     log "building (llama.cpp, its CUDA kernels, llama-bench)"
     local t0=$SECONDS
-    cmake --build "$work/build" --target llama-bench -j"$(nproc)" >"$out/build.log" 2>&1 \
-      || { tail -40 "$out/build.log" >&2; return 1; }
+    cmake --build "$work/build" --target llama-bench -j"$(nproc)" >"$LOGS/build.log" 2>&1 \
+      || { tail -40 "$LOGS/build.log" >&2; return 1; }
     log "built in $((SECONDS - t0)) s"
   fi
   LD_LIBRARY_PATH=$(find "$work/build" -name 'lib*.so*' -printf '%h\n' | sort -u | paste -sd:)
@@ -109,8 +117,8 @@ bench_one() {
   log "bench: $name"
   BURROW_BIN=$dir/burrow LLAMA_BENCH_BIN=$work/build/bin/llama-bench \
     scripts/bench-vs-llama-bench.sh "$work/$name.gguf" "$threads" "${ROUNDS:-5}" 0 "${DECODE_ROUNDS:-2}" \
-    2>"$out/bench-$name.log" | tee "$out/bench-$name.txt" \
-    || { log "bench of $name failed:"; tail -5 "$out/bench-$name.log" >&2; }
+    2>"$LOGS/bench-$name.log" | tee "$out/bench-$name.txt" \
+    || { log "bench of $name failed:"; tail -5 "$LOGS/bench-$name.log" >&2; }
 }
 
 # Another process holds all but LEAVE GiB of the GPU's memory while each side loads the model

@@ -220,3 +220,56 @@ fn reindexing_is_incremental() {
     let r = ws.index_repo("demo", &mut |_| {}).unwrap();
     assert_eq!(r.files_indexed, 0);
 }
+
+/// Issue 18: "Where is the list of named presets for clickable result links …" ranked the
+/// file second, under a commit whose short message held the same words. A question about
+/// where something is now leans to code and documents; one about where something happened
+/// does not.
+#[test]
+fn a_question_opening_where_is_ranks_the_file_above_a_commit_with_its_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("links");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    let filler = "fn render(out: &mut String, path: &str) { out.push_str(path); }\n".repeat(30);
+    std::fs::write(
+        repo.join("src/hyperlink.rs"),
+        format!("/// Named presets for editor links: vscode, cursor.\npub const PRESETS: &[&str] = &[\"vscode\", \"cursor\"];\n{filler}"),
+    )
+    .unwrap();
+    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", BOB);
+    git(
+        &repo,
+        &["commit", "-q", "-m", "Add named presets for editor links"],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("links", &mut |_| {}).unwrap();
+    let first = |text: &str| {
+        let page = ws
+            .search(&SearchQuery {
+                text: text.into(),
+                limit: 5,
+                ..Default::default()
+            })
+            .unwrap();
+        page.hits[0].kind
+    };
+    // By its words alone the commit wins: the control that shows the fixture tests the lean.
+    assert_eq!(first("the named presets for editor links"), Kind::Commit);
+    assert_eq!(
+        first("Where are the named presets for editor links?"),
+        Kind::Code
+    );
+    assert_eq!(
+        first("Where was the change that added named presets for editor links?"),
+        Kind::Commit
+    );
+}

@@ -14,6 +14,12 @@ const WHERE_VERBS: [(&[&str], Kind); 2] = [
 /// How far after "where" its verb may come ("where is the list of named presets … defined").
 const WHERE_REACH: usize = 16;
 
+/// Words that, right after a "where" opening a question, make it ask about the tree as it is
+/// now ("where is the table of file types", "where does the project say …"): its answer is
+/// code or a document far more often than an issue, a pull request or a commit, which are
+/// things that happened ("where was it reported", "where in the history").
+const WHERE_NOW: [&str; 8] = ["is", "are", "does", "do", "can", "should", "would", "will"];
+
 /// The kinds of item a question asks for: the noun right after "which", "what" or "is there"
 /// (past an article and one adjective: "which merged pull request"), and a second one joined
 /// by "or" ("an issue or pull request"); else the noun of "the commit that …" ("the file
@@ -117,6 +123,29 @@ pub fn asked_kinds(task: &str) -> Vec<Kind> {
     Vec::new()
 }
 
+/// The kinds a query leans to: those it asks for ([`asked_kinds`]); else, for a question that
+/// opens "where is …" or "where does …" with no verb that settles it, code and documents.
+/// Search leans to these by fusing their ranking with the ranking over all kinds, so an
+/// answer of another kind still ranks; the agent's first search, which keeps to the kinds it
+/// is given, takes only [`asked_kinds`].
+pub fn leaned_kinds(task: &str) -> Vec<Kind> {
+    let asked = asked_kinds(task);
+    if !asked.is_empty() {
+        return asked;
+    }
+    let lower = task.to_lowercase();
+    for sentence in lower.split(['.', '?', '!', ';']) {
+        let mut words = sentence
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty());
+        // Only where the sentence opens with it: "the box where you type" is not a question.
+        if words.next() == Some("where") && words.next().is_some_and(|w| WHERE_NOW.contains(&w)) {
+            return vec![Kind::Code, Kind::Doc];
+        }
+    }
+    Vec::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +203,38 @@ mod tests {
         assert!(kinds("commit that change after review").is_empty());
         assert!(kinds("Where did it go? It was described in #12").is_empty());
         assert!(kinds("where does the walker skip hidden files").is_empty());
+    }
+
+    /// Issue 18: "Where is the list of named presets for clickable result links" ranked the
+    /// file second, under a commit; a question about where something is now leans to code and
+    /// documents, and one about where something happened does not.
+    #[test]
+    fn a_question_opening_where_is_leans_to_code_and_documents() {
+        let leans = |t: &str| -> Vec<&str> { leaned_kinds(t).iter().map(|k| k.as_str()).collect() };
+        assert_eq!(
+            leans("Where is the built-in table that maps language names to filename globs?"),
+            ["code", "doc"]
+        );
+        assert_eq!(
+            leans("Where does the project say whether agents may open pull requests?"),
+            ["code", "doc"]
+        );
+        assert_eq!(
+            leans("I read about it once. where are the presets for editor links"),
+            ["code", "doc"]
+        );
+        // What it asks for, when it says so, wins.
+        assert_eq!(
+            leans("Where is it documented that -C1 -A2 changed?"),
+            ["doc"]
+        );
+        assert_eq!(leans("Which commit fixed the hang?"), ["commit"]);
+        // Past events, a relative "where", and no "where" at all lean nowhere.
+        assert!(leans("Where was it reported that the wallet fails to unlock?").is_empty());
+        assert!(leans("Where did the GUI stop assuming debug.log?").is_empty());
+        assert!(leans("The input box where you type the amount is too narrow").is_empty());
+        assert!(leans("how does the walker skip hidden files").is_empty());
+        // The agent's first search keeps to asked kinds only: a lean is not a filter.
+        assert!(asked_kinds("Where is the built-in table of file types?").is_empty());
     }
 }

@@ -24,7 +24,7 @@ use query::{words, Clause, Phrase};
 use snippet::{first_matching_line, line_snippet, needles, words_snippet, SNIPPET_WORDS};
 use sql::{rank_page, PostFilter, RawHit};
 
-pub use intent::asked_kinds;
+pub use intent::{asked_kinds, leaned_kinds};
 pub(crate) use plan::{PhraseRows, RANK_ROWS};
 pub(crate) use query::facet_token;
 pub use query::fts_expression;
@@ -260,7 +260,7 @@ impl Workspace {
         // A query that says what kind of item it wants leans to that kind (unless it filters
         // kinds itself): its ranking among that kind alone is fused with the ranking over all.
         let leaning = if q.kinds.is_empty() {
-            asked_kinds(&q.text)
+            leaned_kinds(&q.text)
         } else {
             Vec::new()
         };
