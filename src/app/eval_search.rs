@@ -14,9 +14,9 @@ use super::AppError;
 use crate::tools::Locator;
 use crate::workspace::{db_err, Kind, SearchMode, SearchQuery, Workspace, WorkspaceError};
 
-/// How deep a ranking is read: MRR@10 needs ten distinct items, and hits repeat items (a
-/// file's chunks, an issue's comments).
-const HITS_READ: usize = 50;
+/// How deep a ranking is read: MRR@10 needs ten distinct items, and a page lists each item
+/// once (a file's other chunks, an issue's other comments folded into its best).
+const HITS_READ: usize = 10;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Scores {

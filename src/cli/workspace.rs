@@ -379,8 +379,12 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
             };
             format!("  ({how} {})", numbers.join(", "))
         };
+        let also = h
+            .also_note()
+            .map(|a| format!("  ({a})"))
+            .unwrap_or_default();
         println!(
-            "{:>2}. [{}] {} {}  {}{linked}",
+            "{:>2}. [{}] {} {}  {}{linked}{also}",
             args.offset + i + 1,
             h.kind,
             h.repo,

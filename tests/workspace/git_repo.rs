@@ -273,3 +273,78 @@ fn a_question_opening_where_is_ranks_the_file_above_a_commit_with_its_words() {
         Kind::Commit
     );
 }
+
+/// Issue 18: a page of five results repeated an item in 69 of 98 questions (a file's
+/// sections, an issue's comments: 3.55 distinct items in five), so users and the agent saw
+/// fewer things than the page had room for. A page lists each item once, at its best part,
+/// saying how many more parts matched; pages go on from the next item.
+#[test]
+fn a_page_lists_each_file_once_with_how_many_more_parts_matched() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("fold");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    // Four functions of 45 lines each: four units, each about the wallet.
+    let body = "    let x = 1;\n".repeat(40);
+    let big: String = (0..4)
+        .map(|i| format!("/// Loads wallet part {i}.\nfn wallet_{i}() {{\n{body}}}\n\n"))
+        .collect();
+    std::fs::write(repo.join("src/big.rs"), big).unwrap();
+    for name in ["a", "b", "c"] {
+        std::fs::write(
+            repo.join(format!("src/{name}.rs")),
+            format!("/// The wallet, seen from {name}.\npub fn {name}() {{}}\n"),
+        )
+        .unwrap();
+    }
+    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", BOB);
+    git(
+        &repo,
+        &["commit", "-q", "-m", "Initial import"],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("fold", &mut |_| {}).unwrap();
+    // By words straight from the index, and fused (a question asking for a file leans to
+    // code), page after page of two.
+    for text in ["wallet", "Which file loads the wallet?"] {
+        let mut seen: Vec<String> = Vec::new();
+        let mut also = 0;
+        let mut offset = Some(0);
+        while let Some(at) = offset {
+            let page = ws
+                .search(&SearchQuery {
+                    text: text.into(),
+                    limit: 2,
+                    offset: at,
+                    ..Default::default()
+                })
+                .unwrap();
+            for h in &page.hits {
+                seen.push(h.path.clone().unwrap());
+                if h.path.as_deref() == Some("src/big.rs") {
+                    also = h.also;
+                    assert_eq!(
+                        h.also_note().as_deref(),
+                        Some("3 more matches in this file")
+                    );
+                }
+            }
+            offset = page.next_offset;
+        }
+        seen.sort();
+        assert_eq!(
+            seen,
+            ["src/a.rs", "src/b.rs", "src/big.rs", "src/c.rs"],
+            "{text}"
+        );
+        assert_eq!(also, 3, "{text}");
+    }
+}

@@ -75,6 +75,9 @@ fn hits_text(what: &str, hits: &[SearchHit]) -> String {
         if matches!(h.kind, Kind::Doc) && h.title != h.path.clone().unwrap_or_default() {
             let _ = write!(head, " — {}", h.title);
         }
+        if let Some(also) = h.also_note() {
+            let _ = write!(head, " ({also})");
+        }
         let _ = writeln!(out, "{head}  (repo {})", h.repo);
         for line in h.snippet.lines().take(3) {
             let _ = writeln!(out, "   {line}");

@@ -192,9 +192,75 @@ pub struct SearchHit {
     /// An issue's: the pull requests that fixed it; a pull request's: the issues it fixed.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub linked: Vec<i64>,
+    /// How many more of the item's parts matched below this one (a file's other sections, an
+    /// issue's other comments), folded into this hit so a page lists each item once. Counted
+    /// among the parts read for the page: at least this many.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub also: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Units read per item a page lists, before they are folded into items: a first page of
+/// ten items read 3.55 units per 5 on the question sets (README).
+const UNITS_PER_ITEM: usize = 3;
+
+/// What a unit is part of: a file (its sections), an issue or pull request (its comments), a
+/// commit.
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum ItemKey {
+    Thread(i64, i64),
+    File(i64, String),
+    Commit(i64, String),
+    Unit(i64),
+}
+
+impl ItemKey {
+    fn of(r: &RawHit) -> ItemKey {
+        match (r.number, &r.path, &r.hash) {
+            (Some(n), _, _) => ItemKey::Thread(r.repo_id, n),
+            (None, Some(p), _) => ItemKey::File(r.repo_id, p.clone()),
+            (None, None, Some(h)) => ItemKey::Commit(r.repo_id, h.clone()),
+            (None, None, None) => ItemKey::Unit(r.id),
+        }
+    }
+}
+
+/// Units, best first, folded into items: each item at the place of its best unit, counting
+/// the others in `also`. A page of five results repeated an item in 69 of 98 questions.
+fn fold_items(units: impl IntoIterator<Item = RawHit>) -> Vec<RawHit> {
+    let mut at: HashMap<ItemKey, usize> = HashMap::new();
+    let mut items: Vec<RawHit> = Vec::new();
+    for u in units {
+        let key = ItemKey::of(&u);
+        match at.get(&key) {
+            Some(&i) => items[i].also += 1,
+            None => {
+                at.insert(key, items.len());
+                items.push(u);
+            }
+        }
+    }
+    items
 }
 
 impl SearchHit {
+    /// "2 more matches in this file", for a hit that others of its item were folded into.
+    pub fn also_note(&self) -> Option<String> {
+        (self.also > 0).then(|| {
+            let whole = match self.kind {
+                Kind::Code | Kind::Doc => "file",
+                Kind::Issue => "issue",
+                Kind::Pr => "pull request",
+                Kind::Commit => "commit",
+            };
+            let s = if self.also == 1 { "" } else { "es" };
+            format!("{} more match{s} in this {whole}", self.also)
+        })
+    }
+
     /// Where the hit is, as people write it: `src/main.rs:12`, `#42`, `#42 (comment 7)`,
     /// `commit 1a2b3c4`.
     pub fn location(&self) -> String {
@@ -268,11 +334,10 @@ impl Workspace {
         // the issues the query finds are evidence for the pull requests that fixed them.
         let wants_pr = leaning.contains(&Kind::Pr) || q.kinds.contains(&Kind::Pr);
         if !by_meaning && leaning.is_empty() && !wants_pr {
-            // By words alone, pages are read straight from the index, however deep.
-            let (rows, note) = self.words_page(q, limit, q.offset)?;
+            let (rows, note) = self.words_items(q, limit)?;
             return self.page(q, rows, limit, note);
         }
-        let depth = (q.offset + limit + 1).max(FUSE_DEPTH);
+        let depth = ((q.offset + limit + 1) * UNITS_PER_ITEM).max(FUSE_DEPTH);
         let k = q.fusion_k.unwrap_or(RRF_K);
         // The rankings to fuse: the query's own; that of the kinds it asks for; and, for pull
         // requests, the issues' (see below).
@@ -373,17 +438,17 @@ impl Workspace {
         if rankings.len() > 1 {
             order = fuse(&rankings, k);
         }
-        let page: Vec<RawHit> = order
+        let units = order.into_iter().filter_map(|(id, score)| {
+            rows.remove(&id).map(|mut r| {
+                // Higher is better here; `page` reports words' BM25 negated.
+                r.score = -score;
+                r
+            })
+        });
+        let page: Vec<RawHit> = fold_items(units)
             .into_iter()
             .skip(q.offset)
             .take(limit + 1)
-            .filter_map(|(id, score)| {
-                rows.remove(&id).map(|mut r| {
-                    // Higher is better here; `page` reports words' BM25 negated.
-                    r.score = -score;
-                    r
-                })
-            })
             .collect();
         self.page(q, page, limit, note)
     }
@@ -647,6 +712,7 @@ impl Workspace {
                 // Lower is better for the rank function; report higher-is-better.
                 score: -row.score,
                 linked,
+                also: row.also,
             });
         }
         let next_offset = (hits.len() > limit).then(|| q.offset + limit);
@@ -656,6 +722,28 @@ impl Workspace {
             next_offset,
             note,
         })
+    }
+
+    /// A page of items by words: units read from the first, enough for the page once folded
+    /// into items (more if the first read falls short), and the page's part of them.
+    fn words_items(
+        &self,
+        q: &SearchQuery,
+        limit: usize,
+    ) -> Result<(Vec<RawHit>, Option<String>), WorkspaceError> {
+        let needed = q.offset + limit + 1;
+        let mut units = needed * UNITS_PER_ITEM;
+        loop {
+            let (rows, note) = self.words_page(q, units, 0)?;
+            let read_all = rows.len() <= units;
+            let items = fold_items(rows);
+            // A ranking holds at most RANK_ROWS units: past that, reading more finds no more.
+            if items.len() >= needed || read_all || units > plan::RANK_ROWS {
+                let page = items.into_iter().skip(q.offset).take(limit + 1).collect();
+                return Ok((page, note));
+            }
+            units *= 4;
+        }
     }
 
     /// What a search by words ranks: its expression and scope, its filters, the window, and

@@ -99,6 +99,8 @@ pub(super) struct RawHit {
     /// BM25 for words (lower is better); set by the caller for the other modes.
     pub score: f64,
     pub body: String,
+    /// Units of the same item ranked below this one and folded into it (`fold_items`).
+    pub also: usize,
 }
 
 /// The columns `RawHit::read` reads, over `docs` joined to `repos`, then a score.
@@ -124,6 +126,7 @@ impl RawHit {
             time: r.get(12)?,
             score: r.get(13)?,
             body: r.get(14)?,
+            also: 0,
         })
     }
 }
