@@ -348,3 +348,55 @@ fn a_page_lists_each_file_once_with_how_many_more_parts_matched() {
         assert_eq!(also, 3, "{text}");
     }
 }
+
+/// Review of the fold above: ranked by fusion, the first hundred parts of each ranking were
+/// all of one long file, which folded into one item, and the page ended there: the files
+/// ranked after it could not be reached. The rankings are now read deeper until the page has
+/// its items.
+#[test]
+fn a_long_file_does_not_hide_the_files_ranked_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("long");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    let body = "    let x = 1;\n".repeat(40);
+    let big: String = (0..130)
+        .map(|i| format!("/// Loads the wallet, part {i}.\nfn load_{i}() {{\n{body}}}\n\n"))
+        .collect();
+    std::fs::write(repo.join("src/big.rs"), big).unwrap();
+    for name in ["a", "b"] {
+        std::fs::write(
+            repo.join(format!("src/{name}.rs")),
+            format!("/// The wallet, seen from {name}.\npub fn {name}() {{}}\n"),
+        )
+        .unwrap();
+    }
+    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", BOB);
+    git(
+        &repo,
+        &["commit", "-q", "-m", "Initial import"],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("long", &mut |_| {}).unwrap();
+    // Fused: the question asks for a file, so it leans to code.
+    let page = ws
+        .search(&SearchQuery {
+            text: "Which file loads the wallet?".into(),
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut paths: Vec<&str> = page.hits.iter().filter_map(|h| h.path.as_deref()).collect();
+    assert_eq!(paths.first(), Some(&"src/big.rs"));
+    assert!(page.hits[0].also >= 99, "{}", page.hits[0].also);
+    paths.sort();
+    assert_eq!(paths, ["src/a.rs", "src/b.rs", "src/big.rs"]);
+}

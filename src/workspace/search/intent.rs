@@ -14,6 +14,18 @@ const WHERE_VERBS: [(&[&str], Kind); 2] = [
 /// How far after "where" its verb may come ("where is the list of named presets … defined").
 const WHERE_REACH: usize = 16;
 
+/// Verbs that, after "where", say the question is about something that happened to an issue,
+/// a pull request or a commit ("where is the crash reported"), so it leans to no kind.
+const WHERE_HAPPENED: [&str; 7] = [
+    "reported",
+    "discussed",
+    "tracked",
+    "fixed",
+    "merged",
+    "mentioned",
+    "raised",
+];
+
 /// Words that, right after a "where" opening a question, make it ask about the tree as it is
 /// now ("where is the table of file types", "where does the project say …"): its answer is
 /// code or a document far more often than an issue, a pull request or a commit, which are
@@ -72,10 +84,20 @@ pub fn asked_kinds(task: &str) -> Vec<Kind> {
         None
     };
     for (i, w) in words.iter().enumerate() {
-        if !matches!(*w, "which" | "what" | "there") {
-            continue;
-        }
-        if let Some((kind, end)) = kind_at(i + 1) {
+        // "where is the issue about …", "where was the report that …": the noun after the
+        // verb, as after "which".
+        let after = match *w {
+            "which" | "what" | "there" => i + 1,
+            "where"
+                if words
+                    .get(i + 1)
+                    .is_some_and(|v| matches!(*v, "is" | "are" | "was" | "were")) =>
+            {
+                i + 2
+            }
+            _ => continue,
+        };
+        if let Some((kind, end)) = kind_at(after) {
             let mut kinds = vec![kind];
             if words.get(end) == Some(&"or") {
                 if let Some((other, _)) = kind_at(end + 1) {
@@ -139,7 +161,10 @@ pub fn leaned_kinds(task: &str) -> Vec<Kind> {
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty());
         // Only where the sentence opens with it: "the box where you type" is not a question.
-        if words.next() == Some("where") && words.next().is_some_and(|w| WHERE_NOW.contains(&w)) {
+        if words.next() == Some("where")
+            && words.next().is_some_and(|w| WHERE_NOW.contains(&w))
+            && !words.take(WHERE_REACH).any(|w| WHERE_HAPPENED.contains(&w))
+        {
             return vec![Kind::Code, Kind::Doc];
         }
     }
@@ -229,6 +254,19 @@ mod tests {
             ["doc"]
         );
         assert_eq!(leans("Which commit fixed the hang?"), ["commit"]);
+        // A kind named after "where is" is asked for (review of issue 18's lean).
+        assert_eq!(
+            leans("Where is the issue about the peers table freezing?"),
+            ["issue"]
+        );
+        assert_eq!(leans("Where is the PR for the dark theme?"), ["pr"]);
+        assert_eq!(
+            leans("Where was the bug report that the GUI hangs?"),
+            ["issue"]
+        );
+        // Something that happened leans nowhere, whatever the tense.
+        assert!(leans("Where is the crash on startup reported?").is_empty());
+        assert!(leans("Where are the wallet migration problems discussed?").is_empty());
         // Past events, a relative "where", and no "where" at all lean nowhere.
         assert!(leans("Where was it reported that the wallet fails to unlock?").is_empty());
         assert!(leans("Where did the GUI stop assuming debug.log?").is_empty());

@@ -203,8 +203,9 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-/// Units read per item a page lists, before they are folded into items: a first page of
-/// ten items read 3.55 units per 5 on the question sets (README).
+/// Units read per item a page lists, before they are folded into items. On the question sets
+/// five units held 3.55 items (about 1.4 units an item); three leaves room for a long file or
+/// thread, and a read that still folds short is read again deeper.
 const UNITS_PER_ITEM: usize = 3;
 
 /// What a unit is part of: a file (its sections), an issue or pull request (its comments), a
@@ -391,66 +392,80 @@ impl Workspace {
             }
             None => q.vector.clone().filter(|_| q.mode != SearchMode::Words),
         };
-        let mut rows: HashMap<i64, RawHit> = HashMap::new();
-        let mut orders: Vec<Vec<(i64, f64)>> = Vec::with_capacity(subs.len());
-        let mut words = words.into_iter();
-        for sub in &subs {
-            let by_words = words.next().map(|(order, found, _)| {
-                rows.extend(found);
-                order
-            });
-            let by_meaning = match &vector {
-                Some(v) => self.meaning_ranking(sub, v, depth, &mut rows)?,
-                None => None,
+        // Folded into items, the parts of a few long files or threads can fill the rankings
+        // and leave the page short of items: then the rankings are read deeper.
+        let needed = q.offset + limit + 1;
+        let mut depth = depth;
+        let mut first_words = Some(words);
+        loop {
+            let words = match first_words.take() {
+                Some(w) => w,
+                None if q.mode == SearchMode::Meaning => Vec::new(),
+                None => self.words_rankings(&subs, depth)?,
             };
-            orders.push(match (by_words, by_meaning) {
-                (Some(w), Some(m)) => fuse(&[(ranked(&w), 1.0), (ranked(&m), 1.0)], k),
-                (Some(w), None) => w,
-                (None, Some(m)) => m,
-                (None, None) => {
-                    return Err(WorkspaceError::BadQuery(
+            let mut rows: HashMap<i64, RawHit> = HashMap::new();
+            let mut orders: Vec<Vec<(i64, f64)>> = Vec::with_capacity(subs.len());
+            // A ranking shorter than its depth holds every match it has.
+            let mut full = false;
+            let mut words = words.into_iter();
+            for sub in &subs {
+                let by_words = words.next().map(|(order, found, _)| {
+                    rows.extend(found);
+                    order
+                });
+                let by_meaning = match &vector {
+                    Some(v) => self.meaning_ranking(sub, v, depth, &mut rows)?,
+                    None => None,
+                };
+                full |= by_words.as_ref().is_some_and(|o| o.len() >= depth)
+                    || by_meaning.as_ref().is_some_and(|o| o.len() >= depth);
+                orders.push(match (by_words, by_meaning) {
+                    (Some(w), Some(m)) => fuse(&[(ranked(&w), 1.0), (ranked(&m), 1.0)], k),
+                    (Some(w), None) => w,
+                    (None, Some(m)) => m,
+                    (None, None) => return Err(WorkspaceError::BadQuery(
                         "no unit of the workspace has a vector yet: run `burrow workspace embed`"
                             .into(),
-                    ))
-                }
-            });
-        }
-        let mut orders = orders.into_iter();
-        let mut order = orders.next().unwrap_or_default();
-        let mut rankings = Vec::new();
-        if leans {
-            let kind_order = orders.next().unwrap_or_default();
-            rankings.push((ranked(&order), ALL_KINDS_WEIGHT));
-            rankings.push((ranked(&kind_order), 1.0));
-        } else {
-            rankings.push((ranked(&order), 1.0));
-        }
-        // Asked for a pull request, people describe the problem it fixed: the issue that
-        // reported it is found by those words, and the pull requests linked to the issues
-        // found rank where those issues rank, with the weight of that evidence.
-        if let Some(issue_order) = orders.next() {
-            let (fixing, fixing_rows) = self.fixing_prs(&issue_order, &rows, depth, q)?;
-            rankings.push((fixing, LINK_WEIGHT));
-            for (id, r) in fixing_rows {
-                rows.entry(id).or_insert(r);
+                    )),
+                });
             }
+            let mut orders = orders.into_iter();
+            let mut order = orders.next().unwrap_or_default();
+            let mut rankings = Vec::new();
+            if leans {
+                let kind_order = orders.next().unwrap_or_default();
+                rankings.push((ranked(&order), ALL_KINDS_WEIGHT));
+                rankings.push((ranked(&kind_order), 1.0));
+            } else {
+                rankings.push((ranked(&order), 1.0));
+            }
+            // Asked for a pull request, people describe the problem it fixed: the issue that
+            // reported it is found by those words, and the pull requests linked to the issues
+            // found rank where those issues rank, with the weight of that evidence.
+            if let Some(issue_order) = orders.next() {
+                let (fixing, fixing_rows) = self.fixing_prs(&issue_order, &rows, depth, q)?;
+                rankings.push((fixing, LINK_WEIGHT));
+                for (id, r) in fixing_rows {
+                    rows.entry(id).or_insert(r);
+                }
+            }
+            if rankings.len() > 1 {
+                order = fuse(&rankings, k);
+            }
+            let units = order.into_iter().filter_map(|(id, score)| {
+                rows.remove(&id).map(|mut r| {
+                    // Higher is better here; `page` reports words' BM25 negated.
+                    r.score = -score;
+                    r
+                })
+            });
+            let items = fold_items(units);
+            if items.len() >= needed || !full || depth > RANK_ROWS {
+                let page: Vec<RawHit> = items.into_iter().skip(q.offset).take(limit + 1).collect();
+                return self.page(q, page, limit, note);
+            }
+            depth *= 4;
         }
-        if rankings.len() > 1 {
-            order = fuse(&rankings, k);
-        }
-        let units = order.into_iter().filter_map(|(id, score)| {
-            rows.remove(&id).map(|mut r| {
-                // Higher is better here; `page` reports words' BM25 negated.
-                r.score = -score;
-                r
-            })
-        });
-        let page: Vec<RawHit> = fold_items(units)
-            .into_iter()
-            .skip(q.offset)
-            .take(limit + 1)
-            .collect();
-        self.page(q, page, limit, note)
     }
 
     /// The rankings by words of `subs` (one query, each of its rankings kept to some kinds):
@@ -556,7 +571,9 @@ impl Workspace {
     /// The first `depth` units for `q` by words, best first with their scores (higher is
     /// better), their rows, and the ranking's note.
     fn words_ranking(&self, q: &SearchQuery, depth: usize) -> Result<WordsRanking, WorkspaceError> {
-        let (rows, note) = self.words_page(q, depth, 0)?;
+        let read = self.words_read(q, depth, depth + 1)?;
+        let note = read.note(read.rows.len() <= depth);
+        let rows = read.rows;
         let order = rows.iter().map(|r| (r.id, -r.score)).collect();
         Ok((order, rows.into_iter().map(|r| (r.id, r)).collect(), note))
     }
@@ -734,11 +751,13 @@ impl Workspace {
         let needed = q.offset + limit + 1;
         let mut units = needed * UNITS_PER_ITEM;
         loop {
-            let (rows, note) = self.words_page(q, units, 0)?;
+            let mut read = self.words_read(q, units, needed)?;
+            let rows = std::mem::take(&mut read.rows);
             let read_all = rows.len() <= units;
             let items = fold_items(rows);
             // A ranking holds at most RANK_ROWS units: past that, reading more finds no more.
-            if items.len() >= needed || read_all || units > plan::RANK_ROWS {
+            if items.len() >= needed || read_all || units > RANK_ROWS {
+                let note = read.note(items.len() <= q.offset + limit);
                 let page = items.into_iter().skip(q.offset).take(limit + 1).collect();
                 return Ok((page, note));
             }
@@ -804,13 +823,15 @@ impl Workspace {
         })
     }
 
-    /// Up to `limit + 1` units ranked by words from `offset`, and the ranking's note.
-    fn words_page(
+    /// Up to `read + 1` units ranked by words from the first, for a caller that needs
+    /// `needed` results of them (the page's items, or a ranking's depth): where too few rows
+    /// hold every word for that, the newest with any of them rank instead.
+    fn words_read(
         &self,
         q: &SearchQuery,
-        limit: usize,
-        offset: usize,
-    ) -> Result<(Vec<RawHit>, Option<String>), WorkspaceError> {
+        read: usize,
+        needed: usize,
+    ) -> Result<WordsRead, WorkspaceError> {
         let WordsPlan {
             clauses,
             facets,
@@ -821,16 +842,9 @@ impl Workspace {
             cut,
         } = self.words_plan(q)?;
         let conn = self.conn();
-        let needed = offset + limit + 1;
         let windowed = matches!(scope, Scope::Every { .. } | Scope::Newest { .. });
-        let (mut rows, mut ranked) = rank_page(
-            &conn,
-            &expr,
-            &post,
-            windowed.then_some(window),
-            limit + 1,
-            offset,
-        )?;
+        let (mut rows, mut ranked) =
+            rank_page(&conn, &expr, &post, windowed.then_some(window), read + 1, 0)?;
         if let Scope::Every { common } = &scope {
             if ranked.unwrap_or(0) < needed {
                 // Too few rows have every word: the newest with any of them instead.
@@ -839,13 +853,35 @@ impl Workspace {
                 scope = Scope::Newest {
                     common: common.clone(),
                 };
-                (rows, ranked) = rank_page(&conn, &any, &post, Some(window), limit + 1, offset)?;
+                (rows, ranked) = rank_page(&conn, &any, &post, Some(window), read + 1, 0)?;
             }
         }
+        Ok(WordsRead {
+            rows,
+            cut,
+            scope,
+            ranked: ranked.unwrap_or(0),
+            window,
+        })
+    }
+}
 
-        let last = rows.len() <= limit;
-        let note = join_notes(cut, scope.note(ranked.unwrap_or(0), window, last));
-        Ok((rows, note))
+/// Units read by words, with what the ranking's note needs.
+struct WordsRead {
+    rows: Vec<RawHit>,
+    cut: Option<String>,
+    scope: Scope,
+    ranked: usize,
+    window: usize,
+}
+
+impl WordsRead {
+    /// The note for a page, `last` when no results come after it.
+    fn note(&self, last: bool) -> Option<String> {
+        join_notes(
+            self.cut.clone(),
+            self.scope.note(self.ranked, self.window, last),
+        )
     }
 }
 
