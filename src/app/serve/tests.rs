@@ -525,14 +525,25 @@ async fn a_client_that_leaves_the_queue_frees_its_place() {
         .timeout(std::time::Duration::from_millis(300))
         .build()
         .unwrap();
+    let mut left = 0;
     for _ in 0..3 {
         let gave_up = impatient
             .post(format!("{url}/v1/chat/completions"))
             .json(&body)
             .send()
             .await;
-        assert!(gave_up.is_err(), "the model was busy: {gave_up:?}");
+        match gave_up {
+            Err(e) => {
+                assert!(e.is_timeout(), "{e}");
+                left += 1;
+            }
+            // On a loaded machine the server may not yet have seen the one before leave: this
+            // one was told the server is busy and never queued (once failed the lib suite on
+            // 2 cores).
+            Ok(r) => assert_eq!(r.status(), 503),
+        }
     }
+    assert!(left >= 1, "no request queued and gave up");
     // The server sees each closed connection and drops its request.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while server.waiting.load(Ordering::SeqCst) != 0 {
