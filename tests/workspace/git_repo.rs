@@ -228,30 +228,14 @@ fn reindexing_is_incremental() {
 #[test]
 fn a_question_opening_where_is_ranks_the_file_above_a_commit_with_its_words() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("links");
-    std::fs::create_dir_all(repo.join("src")).unwrap();
-    git(
-        &repo,
-        &["init", "-q", "-b", "main"],
-        "2024-01-01T10:00:00Z",
-        BOB,
-    );
     let filler = "fn render(out: &mut String, path: &str) { out.push_str(path); }\n".repeat(30);
-    std::fs::write(
-        repo.join("src/hyperlink.rs"),
-        format!("/// Named presets for editor links: vscode, cursor.\npub const PRESETS: &[&str] = &[\"vscode\", \"cursor\"];\n{filler}"),
-    )
-    .unwrap();
-    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", BOB);
-    git(
-        &repo,
-        &["commit", "-q", "-m", "Add named presets for editor links"],
-        "2024-01-01T10:00:00Z",
-        BOB,
+    let hyperlink = format!("/// Named presets for editor links: vscode, cursor.\npub const PRESETS: &[&str] = &[\"vscode\", \"cursor\"];\n{filler}");
+    let ws = one_commit_workspace(
+        dir.path(),
+        "links",
+        &[("src/hyperlink.rs".into(), hyperlink)],
+        "Add named presets for editor links",
     );
-    let ws = open(&dir.path().join("home"));
-    ws.add_repo(&repo, None).unwrap();
-    ws.index_repo("links", &mut |_| {}).unwrap();
     let first = |text: &str| {
         let page = ws
             .search(&SearchQuery {
@@ -281,37 +265,19 @@ fn a_question_opening_where_is_ranks_the_file_above_a_commit_with_its_words() {
 #[test]
 fn a_page_lists_each_file_once_with_how_many_more_parts_matched() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("fold");
-    std::fs::create_dir_all(repo.join("src")).unwrap();
-    git(
-        &repo,
-        &["init", "-q", "-b", "main"],
-        "2024-01-01T10:00:00Z",
-        BOB,
-    );
     // Four functions of 45 lines each: four units, each about the wallet.
     let body = "    let x = 1;\n".repeat(40);
     let big: String = (0..4)
         .map(|i| format!("/// Loads wallet part {i}.\nfn wallet_{i}() {{\n{body}}}\n\n"))
         .collect();
-    std::fs::write(repo.join("src/big.rs"), big).unwrap();
+    let mut files = vec![("src/big.rs".to_string(), big)];
     for name in ["a", "b", "c"] {
-        std::fs::write(
-            repo.join(format!("src/{name}.rs")),
+        files.push((
+            format!("src/{name}.rs"),
             format!("/// The wallet, seen from {name}.\npub fn {name}() {{}}\n"),
-        )
-        .unwrap();
+        ));
     }
-    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", BOB);
-    git(
-        &repo,
-        &["commit", "-q", "-m", "Initial import"],
-        "2024-01-01T10:00:00Z",
-        BOB,
-    );
-    let ws = open(&dir.path().join("home"));
-    ws.add_repo(&repo, None).unwrap();
-    ws.index_repo("fold", &mut |_| {}).unwrap();
+    let ws = one_commit_workspace(dir.path(), "fold", &files, "Initial import");
     // By words straight from the index, and fused (a question asking for a file leans to
     // code), page after page of two.
     for text in ["wallet", "Which file loads the wallet?"] {
@@ -356,36 +322,18 @@ fn a_page_lists_each_file_once_with_how_many_more_parts_matched() {
 #[test]
 fn a_long_file_does_not_hide_the_files_ranked_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("long");
-    std::fs::create_dir_all(repo.join("src")).unwrap();
-    git(
-        &repo,
-        &["init", "-q", "-b", "main"],
-        "2024-01-01T10:00:00Z",
-        BOB,
-    );
     let body = "    let x = 1;\n".repeat(40);
     let big: String = (0..130)
         .map(|i| format!("/// Loads the wallet, part {i}.\nfn load_{i}() {{\n{body}}}\n\n"))
         .collect();
-    std::fs::write(repo.join("src/big.rs"), big).unwrap();
+    let mut files = vec![("src/big.rs".to_string(), big)];
     for name in ["a", "b"] {
-        std::fs::write(
-            repo.join(format!("src/{name}.rs")),
+        files.push((
+            format!("src/{name}.rs"),
             format!("/// The wallet, seen from {name}.\npub fn {name}() {{}}\n"),
-        )
-        .unwrap();
+        ));
     }
-    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", BOB);
-    git(
-        &repo,
-        &["commit", "-q", "-m", "Initial import"],
-        "2024-01-01T10:00:00Z",
-        BOB,
-    );
-    let ws = open(&dir.path().join("home"));
-    ws.add_repo(&repo, None).unwrap();
-    ws.index_repo("long", &mut |_| {}).unwrap();
+    let ws = one_commit_workspace(dir.path(), "long", &files, "Initial import");
     // Fused: the question asks for a file, so it leans to code.
     let page = ws
         .search(&SearchQuery {
@@ -399,4 +347,35 @@ fn a_long_file_does_not_hide_the_files_ranked_after_it() {
     assert!(page.hits[0].also >= 99, "{}", page.hits[0].also);
     paths.sort();
     assert_eq!(paths, ["src/a.rs", "src/b.rs", "src/big.rs"]);
+}
+
+/// A workspace holding one repository, `name`, of `files` committed once with `message`.
+fn one_commit_workspace(
+    dir: &std::path::Path,
+    name: &str,
+    files: &[(String, String)],
+    message: &str,
+) -> std::sync::Arc<burrow::workspace::Workspace> {
+    let repo = dir.join(name);
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    for (path, text) in files {
+        std::fs::write(repo.join(path), text).unwrap();
+    }
+    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", BOB);
+    git(
+        &repo,
+        &["commit", "-q", "-m", message],
+        "2024-01-01T10:00:00Z",
+        BOB,
+    );
+    let ws = open(&dir.join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo(name, &mut |_| {}).unwrap();
+    ws
 }
