@@ -269,6 +269,14 @@ impl Workspace {
         Ok(f(guard.as_ref()))
     }
 
+    /// Runs `f` on the vector index as last loaded, without asking the database whether it
+    /// changed: for a search that checked just before and must not wait for the connection
+    /// another part of it holds.
+    pub(crate) fn with_loaded_vectors<T>(&self, f: impl FnOnce(Option<&VectorIndex>) -> T) -> T {
+        let guard = self.vectors.lock().unwrap_or_else(|e| e.into_inner());
+        f(guard.as_ref())
+    }
+
     /// The model the stored vectors were made with, and how many units have one.
     pub fn vectors_status(&self) -> Result<Option<(String, usize, usize)>, WorkspaceError> {
         let conn = self.conn();

@@ -18,6 +18,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::vectors::VectorIndex;
 use super::{db_err, Workspace, WorkspaceError};
 use plan::{plan, Expr, Scope};
 use query::{words, Clause, Phrase};
@@ -356,11 +357,21 @@ impl Workspace {
                 ..q.clone()
             });
         }
-        // Embedding the query (15-20 ms on two cores) overlaps ranking by words.
+        let repo_id = self.repo_id_of(q)?;
+        // Embedding the query (a paragraph: 25-40 ms on one core) overlaps ranking by words,
+        // and so do the scans of the vectors that follow it (2-3 ms over all of them, bound by
+        // memory): the ranking by words, the longer of the two, holds the connection, so the
+        // scans read the vectors as `meaning_unavailable` found them current just now.
         let (made, words) = std::thread::scope(|s| {
-            let job = embedder
-                .as_ref()
-                .map(|e| s.spawn(|| e.embed_query(&q.text)));
+            let job = embedder.as_ref().map(|e| {
+                s.spawn(|| {
+                    e.embed_query(&q.text).map(|v| {
+                        let scans = self
+                            .with_loaded_vectors(|ix| meaning_scans(ix, &subs, &v, depth, repo_id));
+                        (v, scans)
+                    })
+                })
+            });
             let words: Result<Vec<_>, WorkspaceError> = if q.mode == SearchMode::Meaning {
                 Ok(Vec::new())
             } else {
@@ -374,8 +385,12 @@ impl Workspace {
         });
         let mut words = words?;
         let mut note = words.first_mut().and_then(|w| w.2.take());
+        let mut first_scans = None;
         let vector = match made {
-            Some(Ok(v)) => Some(v),
+            Some(Ok((v, scans))) => {
+                first_scans = Some(scans);
+                Some(v)
+            }
             Some(Err(e)) if q.mode == SearchMode::Meaning => {
                 return Err(WorkspaceError::BadQuery(format!(
                     "cannot search by meaning: the query could not be embedded: {e}"
@@ -403,6 +418,14 @@ impl Workspace {
                 None if q.mode == SearchMode::Meaning => Vec::new(),
                 None => self.words_rankings(&subs, depth)?,
             };
+            let scans = match (&vector, first_scans.take()) {
+                (None, _) => None,
+                (Some(_), Some(scans)) => scans?,
+                (Some(v), None) => {
+                    self.with_vectors(|ix| meaning_scans(ix, &subs, v, depth, repo_id))??
+                }
+            };
+            let mut scans = scans.map(Vec::into_iter);
             let mut rows: HashMap<i64, RawHit> = HashMap::new();
             let mut orders: Vec<Vec<(i64, f64)>> = Vec::with_capacity(subs.len());
             // A ranking shorter than its depth holds every match it has.
@@ -413,8 +436,8 @@ impl Workspace {
                     rows.extend(found);
                     order
                 });
-                let by_meaning = match &vector {
-                    Some(v) => self.meaning_ranking(sub, v, depth, &mut rows)?,
+                let by_meaning = match scans.as_mut().and_then(Iterator::next) {
+                    Some(near) => Some(self.meaning_ranking(sub, near, depth, &mut rows)?),
                     None => None,
                 };
                 full |= by_words.as_ref().is_some_and(|o| o.len() >= depth)
@@ -516,7 +539,13 @@ impl Workspace {
             return Ok(None);
         }
         let conn = self.conn();
-        let all = sql::rank_all(&conn, &plan.expr, &plan.post)?;
+        let all = match plan.scored {
+            Some(mut scored) => {
+                sql::sort_ranked(&mut scored);
+                scored
+            }
+            None => sql::rank_all(&conn, &plan.expr, &plan.post)?,
+        };
         // A kind's rows come from its facet's list in the index: reading each match's kind
         // from its row made the searches that lean to no kind 1.19-1.26x slower (README).
         let mut of_kind = HashMap::new();
@@ -578,27 +607,15 @@ impl Workspace {
         Ok((order, rows.into_iter().map(|r| (r.id, r)).collect(), note))
     }
 
-    /// The first `depth` units for `q` by closeness to `vector`, best first with their
-    /// similarity, adding their rows to `rows`. None when no unit has a vector.
+    /// The first `depth` units for `q` of `near` (its scan of the vectors, best first with
+    /// their similarity) that pass its filters, adding their rows to `rows`.
     fn meaning_ranking(
         &self,
         q: &SearchQuery,
-        vector: &[f32],
+        near: Vec<(i64, f32)>,
         depth: usize,
         rows: &mut HashMap<i64, RawHit>,
-    ) -> Result<Option<Vec<(i64, f64)>>, WorkspaceError> {
-        let repo_id = self.repo_id_of(q)?;
-        // Filters the scan cannot apply are applied to a deeper list of candidates.
-        let filtered = q.state.is_some()
-            || q.label.is_some()
-            || q.author.is_some()
-            || q.path.is_some()
-            || q.since.is_some()
-            || q.until.is_some();
-        let scan = depth * if filtered { 10 } else { 1 };
-        let Some(near) = self.nearest(vector, scan, &q.kinds, repo_id)? else {
-            return Ok(None);
-        };
+    ) -> Result<Vec<(i64, f64)>, WorkspaceError> {
         let ids: Vec<i64> = near
             .iter()
             .map(|(id, _)| *id)
@@ -608,13 +625,12 @@ impl Workspace {
         rows.extend(found);
         // Rows already read passed the same filters (the rankings of one search differ only
         // in kinds, which the scan applies), so only the others are read, through the filters.
-        Ok(Some(
-            near.iter()
-                .filter(|(id, _)| rows.contains_key(id))
-                .take(depth)
-                .map(|(id, s)| (*id, f64::from(*s)))
-                .collect(),
-        ))
+        Ok(near
+            .into_iter()
+            .filter(|(id, _)| rows.contains_key(id))
+            .take(depth)
+            .map(|(id, s)| (id, f64::from(s)))
+            .collect())
     }
 
     /// The id of the repository `q` keeps to, if it names one.
@@ -662,18 +678,6 @@ impl Workspace {
         let found = sql::rows_by_ids(&self.conn(), &plain, q)?;
         ids.retain(|(id, _)| found.contains_key(id));
         Ok((ids, found))
-    }
-
-    /// The `n` units nearest `vector` (see `VectorIndex::nearest`), with the index loaded or
-    /// reloaded when the database's vectors changed. None when no unit has a vector.
-    fn nearest(
-        &self,
-        vector: &[f32],
-        n: usize,
-        kinds: &[Kind],
-        repo: Option<i64>,
-    ) -> Result<Option<Vec<(i64, f32)>>, WorkspaceError> {
-        self.with_vectors(|ix| ix.map(|ix| ix.nearest(vector, n, kinds, repo)).transpose())?
     }
 
     /// A page of hits from rows read for it (up to `limit + 1`: one more says there is a next
@@ -811,14 +815,16 @@ impl Workspace {
         let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
         let post = PostFilter::from_query(q);
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
-        let (expr, scope) = plan(&conn, &clauses, &facets, &post, window)?;
+        let units = cache.units(&conn)?;
+        let planned = plan(&conn, &clauses, &facets, &post, window, units)?;
         Ok(WordsPlan {
             clauses,
             facets,
             post,
             window,
-            expr,
-            scope,
+            expr: planned.expr,
+            scope: planned.scope,
+            scored: planned.scored,
             cut,
         })
     }
@@ -839,12 +845,18 @@ impl Workspace {
             window,
             expr,
             mut scope,
+            scored,
             cut,
         } = self.words_plan(q)?;
         let conn = self.conn();
         let windowed = matches!(scope, Scope::Every { .. } | Scope::Newest { .. });
-        let (mut rows, mut ranked) =
-            rank_page(&conn, &expr, &post, windowed.then_some(window), read + 1, 0)?;
+        let (mut rows, mut ranked) = match scored {
+            Some(mut scored) => {
+                sql::sort_ranked(&mut scored);
+                (sql::page_of_ranked(&conn, &scored, q, read + 1, 0)?, None)
+            }
+            None => rank_page(&conn, &expr, &post, windowed.then_some(window), read + 1, 0)?,
+        };
         if let Scope::Every { common } = &scope {
             if ranked.unwrap_or(0) < needed {
                 // Too few rows have every word: the newest with any of them instead.
@@ -897,6 +909,8 @@ struct WordsPlan {
     window: usize,
     expr: Expr,
     scope: Scope,
+    /// Every match, scored, where planning had to walk them (`Planned::scored`).
+    scored: Option<Vec<(i64, f64)>>,
     /// Set when the query was cut to its rarest words.
     cut: Option<String>,
 }
@@ -905,6 +919,33 @@ struct WordsPlan {
 /// the rankings that hold it of weight / (k + rank), rank counted from 1 (a ranking may give
 /// several units one rank, or skip ranks). Best first; ties keep the
 /// first ranking's order.
+/// Each of `subs`' scan of the vectors `ix` holds for `vector`: the units nearest it among
+/// the kinds the ranking keeps to (and `repo`), deeper than `depth` where filters the scan
+/// cannot apply will drop some. None when no unit has a vector.
+#[allow(clippy::type_complexity)]
+fn meaning_scans(
+    ix: Option<&VectorIndex>,
+    subs: &[SearchQuery],
+    vector: &[f32],
+    depth: usize,
+    repo: Option<i64>,
+) -> Result<Option<Vec<Vec<(i64, f32)>>>, WorkspaceError> {
+    let Some(ix) = ix else { return Ok(None) };
+    subs.iter()
+        .map(|q| {
+            let filtered = q.state.is_some()
+                || q.label.is_some()
+                || q.author.is_some()
+                || q.path.is_some()
+                || q.since.is_some()
+                || q.until.is_some();
+            let scan = depth * if filtered { 10 } else { 1 };
+            ix.nearest(vector, scan, &q.kinds, repo)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 fn fuse(rankings: &[(Vec<(i64, usize)>, f64)], k: f64) -> Vec<(i64, f64)> {
     let mut scores: Vec<(i64, f64)> = Vec::new();
     let mut at: HashMap<i64, usize> = HashMap::new();
@@ -1383,6 +1424,86 @@ mod tests {
         assert_eq!(page.note, None);
         assert_eq!(page.hits.len(), 10);
         assert!(numbers(&page).iter().all(|&n| n % 10 == 6), "{page:?}");
+    }
+
+    /// Issues numbered 1..=60 whose bodies hold the words `words(i)` gives each.
+    fn imported_with(words: impl Fn(u64) -> &'static str) -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        let items: Vec<serde_json::Value> = (1..=60u64)
+            .map(|i| {
+                serde_json::json!({
+                    "number": i, "title": format!("Report {i}"), "body": words(i),
+                    "state": "open", "user": {"login": "someone"}, "labels": [],
+                    "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z",
+                })
+            })
+            .collect();
+        let file = dir.path().join("issues.json");
+        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
+        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
+        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        (dir, ws)
+    }
+
+    /// Matches that planning had to count are scored as they are counted (one walk of the
+    /// index instead of two): they must rank exactly as when the vocabulary alone shows them
+    /// few and the statements rank them, ties (newest first) included, by words alone and in
+    /// the one-pass rankings of a query that leans to a kind.
+    #[test]
+    fn matches_scored_while_counted_rank_as_the_ranking_statements_rank_them() {
+        // 30 rows with "alpha", 30 with "beta", 20 with both: 40 match, 60 by the counts.
+        let (_dir, ws) = imported_with(|i| match i {
+            1..=10 => "alpha wallet",
+            11..=30 => "alpha beta wallet",
+            31..=40 => "beta wallet",
+            _ => "gamma wallet",
+        });
+        let all = |text: &str| {
+            let page = ws
+                .search(&SearchQuery {
+                    text: text.into(),
+                    limit: MAX_LIMIT,
+                    mode: SearchMode::Words,
+                    ..Default::default()
+                })
+                .unwrap();
+            (numbers(&page), page.note)
+        };
+        let texts = ["alpha beta", "which issue says alpha beta"];
+        let counted_never: Vec<_> = texts.iter().map(|t| all(t)).collect();
+        assert_eq!(counted_never[0].0.len(), 40, "{counted_never:?}");
+        // Above the 40 matches, below the 60 the counts add up to and the 45 they suggest.
+        ws.rank_rows.store(50, std::sync::atomic::Ordering::Relaxed);
+        assert!(ws
+            .words_plan(&query("alpha beta"))
+            .unwrap()
+            .scored
+            .is_some());
+        let scored: Vec<_> = texts.iter().map(|t| all(t)).collect();
+        assert_eq!(scored, counted_never);
+    }
+
+    /// Where the counts suggest few matches but the rows are many (words that avoid each
+    /// other), the search narrows to the rarer words as a counted one does, and says so.
+    #[test]
+    fn matches_likely_few_but_many_narrow_as_counted_ones_do() {
+        let (_dir, ws) = imported_with(|i| match i {
+            1..=25 => "alpha wallet",
+            _ => "beta wallet",
+        });
+        // 60 match; the counts suggest 60 * (1 - 35/60 * 25/60) = 45, below the window.
+        ws.rank_rows.store(50, std::sync::atomic::Ordering::Relaxed);
+        let page = ws
+            .search(&SearchQuery {
+                limit: MAX_LIMIT,
+                ..query("alpha beta")
+            })
+            .unwrap();
+        let mut found = numbers(&page);
+        found.sort();
+        assert_eq!(found, (1..=25).collect::<Vec<_>>());
+        let note = page.note.unwrap();
+        assert!(note.contains("alpha") && note.contains("beta"), "{note}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rusqlite::{Connection, OptionalExtension};
 
 use super::query::{group, Clause, Phrase};
-use super::sql::{count_upto, PostFilter};
+use super::sql::{count_upto, score_upto, PostFilter};
 use crate::workspace::rank;
 use crate::workspace::{db_err, WorkspaceError};
 
@@ -141,6 +141,8 @@ pub(crate) struct PhraseRows {
     stamp: i64,
     rows: HashMap<String, f64>,
     facets: HashMap<String, Arc<HashSet<i64>>>,
+    /// How many units the index holds.
+    units: Option<f64>,
 }
 
 /// Phrases remembered at most; past that the cache starts again.
@@ -156,6 +158,7 @@ impl PhraseRows {
         if stamp != self.stamp || self.rows.len() >= PHRASE_CACHE {
             self.rows.clear();
             self.facets.clear();
+            self.units = None;
             self.stamp = stamp;
         }
         Ok(())
@@ -174,6 +177,20 @@ impl PhraseRows {
         let rows = Arc::new(super::sql::facet_rows(conn, token)?);
         self.facets.insert(token.to_string(), Arc::clone(&rows));
         Ok(rows)
+    }
+
+    /// How many units the index holds.
+    pub(super) fn units(&mut self, conn: &Connection) -> Result<f64, WorkspaceError> {
+        self.check(conn)?;
+        if let Some(n) = self.units {
+            return Ok(n);
+        }
+        let n: i64 = conn
+            .prepare_cached("SELECT count(*) FROM docs")
+            .and_then(|mut st| st.query_row([], |r| r.get(0)))
+            .map_err(db_err("counting the units"))?;
+        self.units = Some(n as f64);
+        Ok(n as f64)
     }
 
     pub(super) fn get(&mut self, conn: &Connection, phrase: &str) -> Result<f64, WorkspaceError> {
@@ -217,15 +234,24 @@ fn phrase_rows(conn: &Connection, phrase: &str) -> Result<f64, WorkspaceError> {
 /// words (a row with only very common words cannot score high); when every word is common, the
 /// rows with all of them; and when even those are too many, the newest matches, which the page
 /// says.
+///
+/// Where it had to walk the matches to know whether they are few, it scored them on the way,
+/// and returns them, unordered, with `Scope::Whole`.
 pub(super) fn plan(
     conn: &Connection,
     clauses: &[Clause],
     facets: &[Vec<Phrase>],
     post: &PostFilter,
     window: usize,
-) -> Result<(Expr, Scope), WorkspaceError> {
+    units: f64,
+) -> Result<Planned, WorkspaceError> {
     let all: Vec<&Clause> = clauses.iter().collect();
     let any = Expr::new(&all, " OR ", facets);
+    let whole = |expr: Expr, scored| Planned {
+        expr,
+        scope: Scope::Whole,
+        scored,
+    };
     // Bounds from the vocabulary first: no query at all for most searches.
     let words_bound: f64 = clauses.iter().map(Clause::rows).sum();
     let facet_bound = facets
@@ -233,7 +259,7 @@ pub(super) fn plan(
         .map(|f| f.iter().map(|p| p.rows).sum::<f64>())
         .fold(f64::INFINITY, f64::min);
     if words_bound.min(facet_bound) <= window as f64 {
-        return Ok((any, Scope::Whole));
+        return Ok(whole(any, None));
     }
     // Unfiltered, one word alone in too many rows settles it (a one-word phrase's count is
     // exact); filtered, count.
@@ -244,8 +270,19 @@ pub(super) fn plan(
                 .iter()
                 .any(|p| !p.quoted.contains(' ') && p.rows >= window as f64)
         });
-    if !surely_many && count_upto(conn, &any, post, window)? < window {
-        return Ok((any, Scope::Whole));
+    if !surely_many {
+        // Counting the matches and then ranking them walked the same lists twice (a third of
+        // a paragraph-long question's ranking by words): where the matches are likely few,
+        // they are scored as they are counted, and only counted where they are likely many
+        // (scoring a match costs several times counting it).
+        if likely_fewer(clauses, facets, units, window) {
+            let scored = score_upto(conn, &any, post, window)?;
+            if scored.len() < window {
+                return Ok(whole(any, Some(scored)));
+            }
+        } else if count_upto(conn, &any, post, window)? < window {
+            return Ok(whole(any, None));
+        }
     }
 
     let mut by_rows = all.clone();
@@ -265,16 +302,49 @@ pub(super) fn plan(
         .map(|c| c.word.clone())
         .collect();
     if !rare.is_empty() {
-        return Ok((
-            Expr::narrowed(&rare, &all, facets),
-            Scope::Narrowed {
+        return Ok(Planned {
+            expr: Expr::narrowed(&rare, &all, facets),
+            scope: Scope::Narrowed {
                 rare: rare.iter().map(|c| c.word.clone()).collect(),
                 common,
             },
-        ));
+            scored: None,
+        });
     }
     if all.len() > 1 {
-        return Ok((Expr::new(&all, " AND ", facets), Scope::Every { common }));
+        return Ok(Planned {
+            expr: Expr::new(&all, " AND ", facets),
+            scope: Scope::Every { common },
+            scored: None,
+        });
     }
-    Ok((any, Scope::Newest { common }))
+    Ok(Planned {
+        expr: any,
+        scope: Scope::Newest { common },
+        scored: None,
+    })
+}
+
+/// What `plan` chose to rank, and the matches it scored on the way, if it did.
+pub(super) struct Planned {
+    pub(super) expr: Expr,
+    pub(super) scope: Scope,
+    /// Every match with its BM25, unordered: the scope is `Whole`.
+    pub(super) scored: Option<Vec<(i64, f64)>>,
+}
+
+/// Whether the rows holding any of the words (and every facet) are likely fewer than
+/// `window`, out of `units` rows: their counts combined as if the words fell in rows
+/// independently. The words of one query tend to share rows, so there are fewer still.
+fn likely_fewer(clauses: &[Clause], facets: &[Vec<Phrase>], units: f64, window: usize) -> bool {
+    if units <= 0.0 {
+        return true;
+    }
+    let share = |rows: f64| (rows / units).clamp(0.0, 1.0);
+    let in_none: f64 = clauses.iter().map(|c| 1.0 - share(c.rows())).product();
+    let in_facets: f64 = facets
+        .iter()
+        .map(|f| share(f.iter().map(|p| p.rows).sum()))
+        .product();
+    units * (1.0 - in_none) * in_facets < window as f64
 }

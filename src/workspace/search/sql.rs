@@ -188,6 +188,64 @@ fn score_and_args(expr: &Expr, post: &PostFilter) -> (String, Vec<SqlValue>) {
     (score, args)
 }
 
+/// The matches of `expr` with their BM25, in no order, no more than `upto`: counted and
+/// scored in one walk of the index.
+pub(super) fn score_upto(
+    conn: &Connection,
+    expr: &Expr,
+    post: &PostFilter,
+    upto: usize,
+) -> Result<Vec<(i64, f64)>, WorkspaceError> {
+    let (score, mut args) = score_and_args(expr, post);
+    let sql = format!(
+        "SELECT docs_fts.rowid, {score} {} LIMIT ?",
+        post.tables_and_conditions()
+    );
+    args.push(SqlValue::Integer(upto as i64));
+    let mut stmt = conn
+        .prepare_cached(&sql)
+        .map_err(db_err("preparing a search"))?;
+    let rows = stmt
+        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .map_err(db_err("searching"))?
+        .collect::<Result<Vec<(i64, f64)>, _>>()
+        .map_err(db_err("searching"))?;
+    Ok(rows)
+}
+
+/// Scored matches best first, as `rank_all` and `rank_page` order them: BM25 (lower is
+/// better), then the newest row.
+pub(super) fn sort_ranked(rows: &mut [(i64, f64)]) {
+    // SQLite orders -0.0 and 0.0 as equal; `total_cmp` would not.
+    let key = |x: f64| if x == 0.0 { 0.0 } else { x };
+    rows.sort_unstable_by(|a, b| key(a.1).total_cmp(&key(b.1)).then(b.0.cmp(&a.0)));
+}
+
+/// The rows of `ranked` (best first, with BM25) from the `offset`th, `limit` of them, in
+/// that order: a page of `rank_page`'s from matches already scored.
+pub(super) fn page_of_ranked(
+    conn: &Connection,
+    ranked: &[(i64, f64)],
+    q: &SearchQuery,
+    limit: usize,
+    offset: usize,
+) -> Result<Vec<RawHit>, WorkspaceError> {
+    let part: Vec<(i64, f64)> = ranked.iter().skip(offset).take(limit).copied().collect();
+    let ids: Vec<i64> = part.iter().map(|(id, _)| *id).collect();
+    let mut rows = rows_by_ids(conn, &ids, q)?;
+    Ok(part
+        .into_iter()
+        .filter_map(|(id, bm25)| {
+            rows.remove(&id).map(|mut r| {
+                r.score = bm25;
+                r
+            })
+        })
+        .collect())
+}
+
 /// Every match of `expr`, best first, with its BM25 (lower is better): rowids and scores only.
 /// Equal scores go newest row first, here and in `rank_page`: the two must list ties alike.
 pub(super) fn rank_all(
