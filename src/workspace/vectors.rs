@@ -277,6 +277,12 @@ impl Workspace {
         f(guard.as_ref())
     }
 
+    /// The stamp of the vectors the database holds now (None: no unit has one), the index
+    /// reloaded if they changed.
+    pub(crate) fn vectors_stamp(&self) -> Result<Option<(i64, bool)>, WorkspaceError> {
+        self.with_vectors(|ix| ix.map(VectorIndex::stamp))
+    }
+
     /// The model the stored vectors were made with, and how many units have one.
     pub fn vectors_status(&self) -> Result<Option<(String, usize, usize)>, WorkspaceError> {
         let conn = self.conn();
@@ -365,9 +371,14 @@ pub(crate) struct VectorIndex {
 }
 
 impl VectorIndex {
+    /// The database's stamp when this was loaded (`read_stamp`).
+    pub(crate) fn stamp(&self) -> (i64, bool) {
+        self.stamp
+    }
+
     /// What changes whenever a vector or the model does (one row, kept by triggers), and
     /// whether any unit has a vector.
-    fn stamp(conn: &Connection) -> Result<(i64, bool), WorkspaceError> {
+    fn read_stamp(conn: &Connection) -> Result<(i64, bool), WorkspaceError> {
         conn.query_row(
             "SELECT n, EXISTS (SELECT 1 FROM doc_vectors) FROM vector_changes WHERE id = 1",
             [],
@@ -382,7 +393,7 @@ impl VectorIndex {
         conn: &Connection,
         old: Option<VectorIndex>,
     ) -> Result<Option<VectorIndex>, WorkspaceError> {
-        let stamp = Self::stamp(conn)?;
+        let stamp = Self::read_stamp(conn)?;
         if let Some(old) = old {
             if old.stamp == stamp {
                 return Ok(Some(old));
@@ -513,13 +524,13 @@ mod tests {
              INSERT INTO doc_vectors (doc_id, hash) VALUES (1, x'01'), (2, x'01');",
         )
         .unwrap();
-        let before = VectorIndex::stamp(&conn).unwrap();
+        let before = VectorIndex::read_stamp(&conn).unwrap();
         assert!(before.1);
         conn.execute("DELETE FROM docs WHERE id = 2", []).unwrap();
-        let after = VectorIndex::stamp(&conn).unwrap();
+        let after = VectorIndex::read_stamp(&conn).unwrap();
         assert_ne!(before, after);
         conn.execute("DELETE FROM repos", []).unwrap();
-        let none = VectorIndex::stamp(&conn).unwrap();
+        let none = VectorIndex::read_stamp(&conn).unwrap();
         assert!(none.0 > after.0 && !none.1);
     }
 

@@ -447,3 +447,61 @@ fn another_model_or_a_failing_one_falls_back_to_words_and_says_why() {
         .to_string();
     assert!(err.contains("could not be embedded"), "{err}");
 }
+
+/// The fake model, whose every query first takes the vector of issue #1 out of the database
+/// through a connection of its own, as an embedding pass or the indexer may while a search
+/// embeds its query.
+struct RemovesWhileEmbedding {
+    model: Synonyms,
+    db: std::path::PathBuf,
+}
+
+impl QueryEmbedder for RemovesWhileEmbedding {
+    fn name(&self) -> String {
+        self.model.name.into()
+    }
+
+    fn embed_query(&self, text: &str) -> Result<Vec<f32>, String> {
+        let conn = rusqlite::Connection::open(&self.db).map_err(|e| e.to_string())?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(|e| e.to_string())?;
+        conn.execute(
+            "DELETE FROM doc_vectors WHERE doc_id IN
+                 (SELECT id FROM docs WHERE kind = 'issue' AND number = 1)",
+            [],
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(self.model.vector(text))
+    }
+}
+
+/// Review of the search-latency change (issue 18): the vectors are scanned in the thread that
+/// embeds the query, from the index as last loaded, while the ranking by words holds the
+/// database. Vectors changed during the embedding must not be ranked as they were: the scan
+/// is checked against the database afterwards and made again. Scanned stale, the unit whose
+/// vector went still came first by meaning.
+#[test]
+fn vectors_changed_while_the_query_embeds_are_not_ranked_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    ws.embed_pending(&mut Synonyms::new("synonyms", 64), &mut |_| {})
+        .unwrap();
+    let model = std::sync::Arc::new(RemovesWhileEmbedding {
+        model: Synonyms::new("synonyms", 64),
+        db: ws.db_path().to_path_buf(),
+    });
+    ws.set_query_embedder(Some(model));
+    // The search loads the vectors, #1's among them, as it checks them before embedding.
+    let page = ws
+        .search(&SearchQuery {
+            text: "segfault".into(),
+            mode: SearchMode::Meaning,
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    let found: Vec<i64> = page.hits.iter().filter_map(|h| h.number).collect();
+    assert!(!found.contains(&1), "{found:?}");
+    assert_eq!(ws.vectors_status().unwrap().unwrap().2, ITEMS.len() - 1);
+}

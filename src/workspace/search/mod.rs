@@ -360,14 +360,21 @@ impl Workspace {
         let repo_id = self.repo_id_of(q)?;
         // Embedding the query (a paragraph: 25-40 ms on one core) overlaps ranking by words,
         // and so do the scans of the vectors that follow it (2-3 ms over all of them, bound by
-        // memory): the ranking by words, the longer of the two, holds the connection, so the
-        // scans read the vectors as `meaning_unavailable` found them current just now.
+        // memory). The ranking by words may still hold the connection, so the scans read the
+        // vectors as last loaded, and the stamp they had is checked against the database's
+        // once both are done: changed meanwhile, they are scanned again.
         let (made, words) = std::thread::scope(|s| {
             let job = embedder.as_ref().map(|e| {
                 s.spawn(|| {
                     e.embed_query(&q.text).map(|v| {
-                        let scans = self
-                            .with_loaded_vectors(|ix| meaning_scans(ix, &subs, &v, depth, repo_id));
+                        let scans = self.with_loaded_vectors(|ix| {
+                            ix.map(|ix| {
+                                (
+                                    ix.stamp(),
+                                    meaning_scans(Some(ix), &subs, &v, depth, repo_id),
+                                )
+                            })
+                        });
                         (v, scans)
                     })
                 })
@@ -388,7 +395,11 @@ impl Workspace {
         let mut first_scans = None;
         let vector = match made {
             Some(Ok((v, scans))) => {
-                first_scans = Some(scans);
+                if let Some((stamp, scans)) = scans {
+                    if self.vectors_stamp()? == Some(stamp) {
+                        first_scans = Some(scans);
+                    }
+                }
                 Some(v)
             }
             Some(Err(e)) if q.mode == SearchMode::Meaning => {
@@ -815,8 +826,9 @@ impl Workspace {
         let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
         let post = PostFilter::from_query(q);
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
-        let units = cache.units(&conn)?;
-        let planned = plan(&conn, &clauses, &facets, &post, window, units)?;
+        let planned = plan(&conn, &clauses, &facets, &post, window, &mut || {
+            cache.units(&conn)
+        })?;
         Ok(WordsPlan {
             clauses,
             facets,
@@ -850,11 +862,18 @@ impl Workspace {
         } = self.words_plan(q)?;
         let conn = self.conn();
         let windowed = matches!(scope, Scope::Every { .. } | Scope::Newest { .. });
-        let (mut rows, mut ranked) = match scored {
+        let from_scored = match scored {
             Some(mut scored) => {
                 sql::sort_ranked(&mut scored);
-                (sql::page_of_ranked(&conn, &scored, q, read + 1, 0)?, None)
+                let rows = sql::page_of_ranked(&conn, &scored, q, read + 1, 0)?;
+                // A row the indexer removed after it was scored (the connection was let go
+                // in between) would cut the page short: then the statement ranks them again.
+                (rows.len() == scored.len().min(read + 1)).then_some(rows)
             }
+            None => None,
+        };
+        let (mut rows, mut ranked) = match from_scored {
+            Some(rows) => (rows, None),
             None => rank_page(&conn, &expr, &post, windowed.then_some(window), read + 1, 0)?,
         };
         if let Scope::Every { common } = &scope {
@@ -915,10 +934,6 @@ struct WordsPlan {
     cut: Option<String>,
 }
 
-/// Reciprocal rank fusion of weighted rankings (best first): each unit scores the sum over
-/// the rankings that hold it of weight / (k + rank), rank counted from 1 (a ranking may give
-/// several units one rank, or skip ranks). Best first; ties keep the
-/// first ranking's order.
 /// Each of `subs`' scan of the vectors `ix` holds for `vector`: the units nearest it among
 /// the kinds the ranking keeps to (and `repo`), deeper than `depth` where filters the scan
 /// cannot apply will drop some. None when no unit has a vector.
@@ -946,6 +961,10 @@ fn meaning_scans(
         .map(Some)
 }
 
+/// Reciprocal rank fusion of weighted rankings (best first): each unit scores the sum over
+/// the rankings that hold it of weight / (k + rank), rank counted from 1 (a ranking may give
+/// several units one rank, or skip ranks). Best first; ties keep the
+/// first ranking's order.
 fn fuse(rankings: &[(Vec<(i64, usize)>, f64)], k: f64) -> Vec<(i64, f64)> {
     let mut scores: Vec<(i64, f64)> = Vec::new();
     let mut at: HashMap<i64, usize> = HashMap::new();
@@ -1458,28 +1477,35 @@ mod tests {
             31..=40 => "beta wallet",
             _ => "gamma wallet",
         });
-        let all = |text: &str| {
+        let all = |q: &SearchQuery| {
             let page = ws
                 .search(&SearchQuery {
-                    text: text.into(),
                     limit: MAX_LIMIT,
                     mode: SearchMode::Words,
-                    ..Default::default()
+                    ..q.clone()
                 })
                 .unwrap();
             (numbers(&page), page.note)
         };
-        let texts = ["alpha beta", "which issue says alpha beta"];
-        let counted_never: Vec<_> = texts.iter().map(|t| all(t)).collect();
+        let queries = [
+            query("alpha beta"),
+            query("which issue says alpha beta"),
+            // Filters the page's rows are read through again.
+            SearchQuery {
+                state: Some("open".into()),
+                author: Some("someone".into()),
+                ..query("alpha beta")
+            },
+        ];
+        let counted_never: Vec<_> = queries.iter().map(&all).collect();
         assert_eq!(counted_never[0].0.len(), 40, "{counted_never:?}");
-        // Above the 40 matches, below the 60 the counts add up to and the 45 they suggest.
+        assert_eq!(counted_never[2], counted_never[0]);
+        // Above the 40 matches and the 45 the counts suggest, below the 60 they add up to.
         ws.rank_rows.store(50, std::sync::atomic::Ordering::Relaxed);
-        assert!(ws
-            .words_plan(&query("alpha beta"))
-            .unwrap()
-            .scored
-            .is_some());
-        let scored: Vec<_> = texts.iter().map(|t| all(t)).collect();
+        for q in &queries {
+            assert!(ws.words_plan(q).unwrap().scored.is_some(), "{q:?}");
+        }
+        let scored: Vec<_> = queries.iter().map(&all).collect();
         assert_eq!(scored, counted_never);
     }
 

@@ -243,7 +243,7 @@ pub(super) fn plan(
     facets: &[Vec<Phrase>],
     post: &PostFilter,
     window: usize,
-    units: f64,
+    units: &mut dyn FnMut() -> Result<f64, WorkspaceError>,
 ) -> Result<Planned, WorkspaceError> {
     let all: Vec<&Clause> = clauses.iter().collect();
     let any = Expr::new(&all, " OR ", facets);
@@ -275,7 +275,7 @@ pub(super) fn plan(
         // a paragraph-long question's ranking by words): where the matches are likely few,
         // they are scored as they are counted, and only counted where they are likely many
         // (scoring a match costs several times counting it).
-        if likely_fewer(clauses, facets, units, window) {
+        if likely_fewer(clauses, facets, units()?, window) {
             let scored = score_upto(conn, &any, post, window)?;
             if scored.len() < window {
                 return Ok(whole(any, Some(scored)));
@@ -336,7 +336,12 @@ pub(super) struct Planned {
 /// Whether the rows holding any of the words (and every facet) are likely fewer than
 /// `window`, out of `units` rows: their counts combined as if the words fell in rows
 /// independently. The words of one query tend to share rows, so there are fewer still.
-fn likely_fewer(clauses: &[Clause], facets: &[Vec<Phrase>], units: f64, window: usize) -> bool {
+pub(super) fn likely_fewer(
+    clauses: &[Clause],
+    facets: &[Vec<Phrase>],
+    units: f64,
+    window: usize,
+) -> bool {
     if units <= 0.0 {
         return true;
     }
@@ -347,4 +352,40 @@ fn likely_fewer(clauses: &[Clause], facets: &[Vec<Phrase>], units: f64, window: 
         .map(|f| share(f.iter().map(|p| p.rows).sum()))
         .product();
     units * (1.0 - in_none) * in_facets < window as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clause(word: &str, rows: f64) -> Clause {
+        Clause {
+            word: word.into(),
+            phrases: vec![Phrase {
+                quoted: format!("\"{word}\""),
+                rows,
+            }],
+        }
+    }
+
+    /// The estimate that decides whether matches are scored as they are counted: words taken
+    /// as falling in rows independently, and a facet's share of the rows applied to them.
+    #[test]
+    fn matches_are_likely_fewer_by_the_words_share_of_rows_taken_as_independent() {
+        let words = [clause("alpha", 30.0), clause("beta", 30.0)];
+        // 60 rows: 60 * (1 - 1/2 * 1/2) = 45.
+        assert!(likely_fewer(&words, &[], 60.0, 46));
+        assert!(!likely_fewer(&words, &[], 60.0, 45));
+        // A facet in a third of the rows: 15.
+        let third = vec![vec![Phrase {
+            quoted: "\"kpr\"".into(),
+            rows: 20.0,
+        }]];
+        assert!(likely_fewer(&words, &third, 60.0, 16));
+        assert!(!likely_fewer(&words, &third, 60.0, 15));
+        // A word in every row: all of them.
+        assert!(!likely_fewer(&[clause("wallet", 60.0)], &[], 60.0, 60));
+        // Counts from a vocabulary larger than the rows (stale): still at most every row.
+        assert!(likely_fewer(&[clause("wallet", 90.0)], &[], 60.0, 61));
+    }
 }
