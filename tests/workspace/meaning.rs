@@ -505,3 +505,78 @@ fn vectors_changed_while_the_query_embeds_are_not_ranked_as_they_were() {
     assert!(!found.contains(&1), "{found:?}");
     assert_eq!(ws.vectors_status().unwrap().unwrap().2, ITEMS.len() - 1);
 }
+
+/// Issue 18: vectors arrived in the units' order, so a tracker's items late in it (after the
+/// comments of the ones before) had none until the end of the pass, and search by meaning
+/// ranked the items embedded so far above them. Each item's own unit now comes first, the
+/// comments after: one page into a pass, every item is found by meaning.
+#[test]
+fn a_pass_embeds_every_item_before_any_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    let comments: Vec<serde_json::Value> = (0..100)
+        .map(|i| {
+            serde_json::json!({
+                "id": 1000 + i,
+                "issue_url": "https://api.github.com/repos/o/r/issues/1",
+                "body": format!("Still happens on build {i}."), "user": {"login": "bob"},
+                "created_at": "2024-01-02T00:00:00Z", "updated_at": "2024-01-02T00:00:00Z"
+            })
+        })
+        .collect();
+    let issue = |n: i64, title: &str, body: &str| {
+        serde_json::json!({
+            "number": n, "title": title, "body": body, "state": "open",
+            "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z"
+        })
+    };
+    let file = dir.path().join("export.json");
+    let text = format!(
+        "{}\n{}",
+        serde_json::json!([issue(1, "Wallet window segfault on close", "It aborts.")]),
+        serde_json::Value::Array(comments)
+    );
+    std::fs::write(&file, text).unwrap();
+    ws.import(&file, "o/r", &mut |_| {}).unwrap();
+    let file = dir.path().join("later.json");
+    std::fs::write(
+        &file,
+        serde_json::json!([
+            issue(1, "Wallet window segfault on close", "It aborts."),
+            issue(3, "Make the peers table faster", "Sorting peers is sluggish.")
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    ws.import(&file, "o/r", &mut |_| {}).unwrap();
+    // In the units' own order, #3 comes after the hundred comments of #1: past one page.
+    let conn = rusqlite::Connection::open(ws.db_path()).unwrap();
+    let before_3: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM docs WHERE id < (SELECT id FROM docs WHERE number = 3)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(before_3 > 64, "{before_3}");
+
+    let mut e = Synonyms::new("synonyms", 64);
+    e.fail_after = Some(1);
+    assert!(ws.embed_pending(&mut e, &mut |_| {}).is_err());
+    ws.set_query_embedder(Some(Installed::new("synonyms", false)));
+    let found = |text: &str| {
+        ws.search(&SearchQuery {
+            text: text.into(),
+            mode: SearchMode::Meaning,
+            limit: 3,
+            ..Default::default()
+        })
+        .unwrap()
+        .hits
+        .first()
+        .and_then(|h| h.number)
+    };
+    assert_eq!(found("slow"), Some(3));
+    assert_eq!(found("crash"), Some(1));
+}
