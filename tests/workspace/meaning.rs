@@ -544,7 +544,11 @@ fn a_pass_embeds_every_item_before_any_comment() {
         &file,
         serde_json::json!([
             issue(1, "Wallet window segfault on close", "It aborts."),
-            issue(3, "Make the peers table faster", "Sorting peers is sluggish.")
+            issue(
+                3,
+                "Make the peers table faster",
+                "Sorting peers is sluggish."
+            )
         ])
         .to_string(),
     )
