@@ -524,36 +524,31 @@ fn a_pass_embeds_every_item_before_any_comment() {
             })
         })
         .collect();
-    let issue = |n: i64, title: &str, body: &str| {
-        serde_json::json!({
-            "number": n, "title": title, "body": body, "state": "open",
-            "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
-            "updated_at": "2024-01-01T00:00:00Z"
-        })
-    };
-    let file = dir.path().join("export.json");
-    let text = format!(
-        "{}\n{}",
-        serde_json::json!([issue(1, "Wallet window segfault on close", "It aborts.")]),
-        serde_json::Value::Array(comments)
-    );
-    std::fs::write(&file, text).unwrap();
-    ws.import(&file, "o/r", &mut |_| {}).unwrap();
-    let file = dir.path().join("later.json");
+    let first = serde_json::json!([{
+        "number": 1, "title": "Wallet window segfault on close", "body": "It aborts.",
+        "state": "open", "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
+        "updated_at": "2024-01-01T00:00:00Z"
+    }]);
+    let file = dir.path().join("first.json");
     std::fs::write(
         &file,
-        serde_json::json!([
-            issue(1, "Wallet window segfault on close", "It aborts."),
-            issue(
-                3,
-                "Make the peers table faster",
-                "Sorting peers is sluggish."
-            )
-        ])
-        .to_string(),
+        format!("{first}\n{}", serde_json::Value::Array(comments)),
     )
     .unwrap();
     ws.import(&file, "o/r", &mut |_| {}).unwrap();
+    import(
+        &ws,
+        dir.path(),
+        &[
+            (1, "Wallet window segfault on close", "It aborts.", false),
+            (
+                3,
+                "Make the peers table faster",
+                "Sorting peers is sluggish.",
+                false,
+            ),
+        ],
+    );
     // In the units' own order, #3 comes after the hundred comments of #1: past one page.
     let conn = rusqlite::Connection::open(ws.db_path()).unwrap();
     let before_3: i64 = conn

@@ -1053,10 +1053,7 @@ mod tests {
                 })
             })
             .collect();
-        let file = dir.path().join("issues.json");
-        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
-        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
-        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        let (ws, _) = import_items(dir.path(), &items);
         (dir, ws)
     }
 
@@ -1457,10 +1454,7 @@ mod tests {
                 })
             })
             .collect();
-        let file = dir.path().join("issues.json");
-        std::fs::write(&file, serde_json::to_vec(&items).unwrap()).unwrap();
-        let ws = Workspace::open_at(&dir.path().join("w.db")).unwrap();
-        ws.import(&file, "o/r", &mut |_| {}).unwrap();
+        let (ws, _) = import_items(dir.path(), &items);
         (dir, ws)
     }
 

@@ -202,8 +202,17 @@ pub(super) fn score_upto(
         post.tables_and_conditions()
     );
     args.push(SqlValue::Integer(upto as i64));
+    scored_rows(conn, &sql, &args)
+}
+
+/// The (rowid, BM25) rows of a ranking statement.
+fn scored_rows(
+    conn: &Connection,
+    sql: &str,
+    args: &[SqlValue],
+) -> Result<Vec<(i64, f64)>, WorkspaceError> {
     let mut stmt = conn
-        .prepare_cached(&sql)
+        .prepare_cached(sql)
         .map_err(db_err("preparing a search"))?;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(args.iter()), |r| {
@@ -258,17 +267,7 @@ pub(super) fn rank_all(
         "SELECT docs_fts.rowid, {score} AS score {} ORDER BY score, docs_fts.rowid DESC",
         post.tables_and_conditions()
     );
-    let mut stmt = conn
-        .prepare_cached(&sql)
-        .map_err(db_err("preparing a search"))?;
-    let rows = stmt
-        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .map_err(db_err("searching"))?
-        .collect::<Result<Vec<(i64, f64)>, _>>()
-        .map_err(db_err("searching"))?;
-    Ok(rows)
+    scored_rows(conn, &sql, &args)
 }
 
 /// The rows that hold the facet `token` (a kind, a repository): FTS5's list of them, read
