@@ -16,6 +16,7 @@ use burrow::llm::convert::{convert_bert, ConvertError, Precision};
 use burrow::llm::embed::{check_embedding_model, EmbedError, EmbeddingModel, WINDOW_KEY};
 use burrow::llm::library::fetch::{fetch, WheelDir};
 use burrow::llm::library::{Catalogue, Purpose};
+use burrow::workspace::{Embedder, MAX_EMBED_TOKENS};
 use serde_json::Value;
 
 use common::wheels;
@@ -250,6 +251,41 @@ fn a_text_far_longer_than_the_window_is_split_not_cut_and_never_aborts() {
     let with_markers = m.tokens("[CLS] [SEP] <|im_end|>");
     assert_eq!(with_markers.iter().filter(|&&t| t == 101).count(), 1);
     assert_eq!(with_markers.iter().filter(|&&t| t == 102).count(), 1);
+}
+
+/// Issue 18: a unit's vector is made from its start alone, as far as `MAX_EMBED_TOKENS`. A unit
+/// longer than the model's window was read in two windows whose vectors were averaged: 12% of
+/// a whole-workspace pass's tokens (mostly code units' short second windows), for no gain in
+/// ranking on the question sets. Texts outside the workspace (`burrow embed`, the server's
+/// `/v1/embeddings`) are still read whole.
+#[test]
+fn a_units_vector_is_made_from_its_start_alone() {
+    let _guard = common::exclusive();
+    let m = model();
+    let start = "The wallet window freezes while rescanning. ".repeat(40);
+    assert!(m.tokens(&start).len() > MAX_EMBED_TOKENS.min(m.max_tokens()));
+    let a = format!(
+        "{start}{}",
+        "Searching directories recursively with a regex pattern. ".repeat(30)
+    );
+    let b = format!(
+        "{start}{}",
+        "Coin control lets the user choose which outputs to spend. ".repeat(30)
+    );
+    let embedder = ModelEmbedder::load_path(minilm(), 2).unwrap();
+    let mut units = &embedder;
+    let v = units.embed(&[&a, &b, "Coin control"]).unwrap();
+    assert!(cosine(&v[0], &v[1]) > 0.9999, "{}", cosine(&v[0], &v[1]));
+    // A short text is embedded as it is.
+    let short = m.embed(&["Coin control"]).unwrap().remove(0);
+    assert!(cosine(&v[2], &short) > 0.9999);
+    // Read whole, the two differ by their tails.
+    let whole = m.embed(&[&a, &b]).unwrap();
+    assert!(
+        cosine(&whole[0], &whole[1]) < 0.9,
+        "{}",
+        cosine(&whole[0], &whole[1])
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use super::AppError;
 use crate::config::BurrowHome;
 use crate::llm::embed::{EmbedError, EmbeddingModel, DEFAULT_BATCH_TOKENS};
-use crate::workspace::{Embedder, QueryEmbedder, SearchMode, Workspace};
+use crate::workspace::{Embedder, QueryEmbedder, SearchMode, Workspace, MAX_EMBED_TOKENS};
 
 /// The embedding model as the workspace sees it.
 pub struct ModelEmbedder {
@@ -76,7 +76,7 @@ impl Embedder for &ModelEmbedder {
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
         self.model
             .session(DEFAULT_BATCH_TOKENS)
-            .and_then(|mut s| s.embed(texts))
+            .and_then(|mut s| s.embed_starts(texts, MAX_EMBED_TOKENS))
             .map_err(|e| e.to_string())
     }
 }

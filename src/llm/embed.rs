@@ -179,6 +179,27 @@ impl EmbeddingModel {
             .collect()
     }
 
+    /// The window of `text`'s start: its first `max_tokens` tokens at most (the model's
+    /// window at most), special tokens included.
+    fn start_window(&self, text: &str, max_tokens: usize) -> Vec<LlamaToken> {
+        let vocab = self.model.vocab();
+        let whole = vocab.tokenize(text.as_bytes(), true, false);
+        let fits = max_tokens.min(self.max_tokens);
+        if whole.len() <= fits {
+            return whole;
+        }
+        let bare = vocab.tokenize(text.as_bytes(), false, false);
+        let room = fits
+            .saturating_sub(self.prefix.len() + self.suffix.len())
+            .max(1);
+        [
+            self.prefix.as_slice(),
+            &bare[..room.min(bare.len())],
+            self.suffix.as_slice(),
+        ]
+        .concat()
+    }
+
     /// A session that embeds up to `batch_tokens` tokens at a time (at least one window).
     pub fn session(&self, batch_tokens: usize) -> Result<EmbedSession<'_>, EmbedError> {
         self.session_with_threads(batch_tokens, self.threads)
@@ -241,15 +262,39 @@ impl EmbedSession<'_> {
     /// One unit vector per text, in order. A text longer than the model's window is read in
     /// windows whose vectors are averaged, weighted by their tokens.
     pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let dim = self.model.dimension;
-        let mut sums = vec![vec![0f32; dim]; texts.len()];
-        // (text, window tokens) for every window of every text, packed into batches.
+        // (text, window tokens) for every window of every text.
         let mut windows: Vec<(usize, Vec<LlamaToken>)> = Vec::new();
         for (i, text) in texts.iter().enumerate() {
             for w in self.model.windows(text) {
                 windows.push((i, w));
             }
         }
+        self.embed_windows(&windows, texts.len())
+    }
+
+    /// One unit vector per text, in order, each of the text's start alone: its first
+    /// `max_tokens` tokens at most, and never more than the model's window.
+    pub fn embed_starts(
+        &mut self,
+        texts: &[&str],
+        max_tokens: usize,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let windows: Vec<(usize, Vec<LlamaToken>)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| (i, self.model.start_window(text, max_tokens)))
+            .collect();
+        self.embed_windows(&windows, texts.len())
+    }
+
+    /// The vectors of `texts` texts from their windows, packed into batches: a text's windows
+    /// are averaged, weighted by their tokens.
+    fn embed_windows(
+        &mut self,
+        windows: &[(usize, Vec<LlamaToken>)],
+        texts: usize,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut sums = vec![vec![0f32; self.model.dimension]; texts];
         let mut start = 0;
         while start < windows.len() {
             let mut end = start;

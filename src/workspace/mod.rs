@@ -22,7 +22,7 @@ use crate::config::BurrowHome;
 
 pub use index::{IndexEvent, IndexPhase, IndexReport};
 pub use search::{Kind, SearchHit, SearchMode, SearchPage, SearchQuery};
-pub use vectors::{EmbedProgress, EmbedReport, Embedder, QueryEmbedder};
+pub use vectors::{EmbedProgress, EmbedReport, Embedder, QueryEmbedder, MAX_EMBED_TOKENS};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
