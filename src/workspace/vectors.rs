@@ -468,15 +468,16 @@ impl VectorIndex {
         Ok(Some(index))
     }
 
-    /// The `n` units closest to `query` (cosine: every vector is unit length), best first,
-    /// among those of `kinds` (all when empty) and `repo`.
-    pub(crate) fn nearest(
+    /// For each of `asks` (`n`, `kinds`), the `n` units closest to `query` (cosine: every
+    /// vector is unit length), best first, among those of `kinds` (all when empty) and `repo`.
+    /// Each unit's score is computed once for them all: the scan is bound by reading the
+    /// vectors, and a question that leans to a kind asks for up to three rankings.
+    pub(crate) fn nearest_each(
         &self,
         query: &[f32],
-        n: usize,
-        kinds: &[Kind],
+        asks: &[(usize, &[Kind])],
         repo: Option<i64>,
-    ) -> Result<Vec<(i64, f32)>, WorkspaceError> {
+    ) -> Result<Vec<Vec<(i64, f32)>>, WorkspaceError> {
         if query.len() != self.dim {
             return Err(WorkspaceError::BadQuery(format!(
                 "the query's vector has {} numbers but the stored vectors have {} (model {}): \
@@ -486,11 +487,22 @@ impl VectorIndex {
                 self.model
             )));
         }
-        let best = nearest_in(&self.data, self.dim, query, n, |i| {
-            (kinds.is_empty() || kinds.contains(&self.kinds[i]))
-                && repo.is_none_or(|r| r == self.repos[i])
-        });
-        Ok(best.into_iter().map(|(i, s)| (self.ids[i], s)).collect())
+        let wanted = |i: usize| repo.is_none_or(|r| r == self.repos[i]);
+        let scores = score_rows(&self.data, self.dim, query, wanted);
+        Ok(asks
+            .iter()
+            .map(|&(n, kinds)| {
+                let scored = scores
+                    .iter()
+                    .filter(|&&(_, i)| kinds.is_empty() || kinds.contains(&self.kinds[i]))
+                    .copied()
+                    .collect();
+                best_of(scored, n)
+                    .into_iter()
+                    .map(|(i, s)| (self.ids[i], s))
+                    .collect()
+            })
+            .collect())
     }
 }
 
@@ -504,6 +516,16 @@ pub fn nearest_in(
     n: usize,
     keep: impl Fn(usize) -> bool,
 ) -> Vec<(usize, f32)> {
+    best_of(score_rows(data, dim, query, keep), n)
+}
+
+/// (score, row) for the rows of `data` that `keep` accepts, in row order.
+fn score_rows(
+    data: &[f32],
+    dim: usize,
+    query: &[f32],
+    keep: impl Fn(usize) -> bool,
+) -> Vec<(f32, usize)> {
     if dim == 0 || query.len() != dim {
         return Vec::new();
     }
@@ -513,6 +535,11 @@ pub fn nearest_in(
             scored.push((dot(v, query), i));
         }
     }
+    scored
+}
+
+/// The `n` best of `scored`, best first, as (row, score).
+fn best_of(mut scored: Vec<(f32, usize)>, n: usize) -> Vec<(usize, f32)> {
     let n = n.min(scored.len());
     if n == 0 {
         return Vec::new();
@@ -525,7 +552,7 @@ pub fn nearest_in(
 
 #[cfg(test)]
 mod tests {
-    use super::{dot, VectorIndex};
+    use super::{dot, nearest_in, Kind, VectorIndex};
 
     /// The stamp that tells a search its vectors changed must move when a unit's vector goes
     /// with the unit (a foreign-key cascade, as when re-indexing removes a file), not only
@@ -551,6 +578,56 @@ mod tests {
         conn.execute("DELETE FROM repos", []).unwrap();
         let none = VectorIndex::read_stamp(&conn).unwrap();
         assert!(none.0 > after.0 && !none.1);
+    }
+
+    /// The rankings a leaning question asks for (every kind, its kind, issues) come from one
+    /// pass over the vectors: each must be what a scan of its own gives, kinds and repository
+    /// kept to.
+    #[test]
+    fn rankings_from_one_scan_are_those_of_a_scan_each() {
+        let dim = 8;
+        let n = 60;
+        let kinds = [Kind::Issue, Kind::Pr, Kind::Commit, Kind::Code];
+        let mut index = VectorIndex {
+            stamp: (0, true),
+            model: "m".into(),
+            dim,
+            ids: (0..n).map(|i| 1000 + i as i64).collect(),
+            kinds: (0..n).map(|i| kinds[i % 4]).collect(),
+            repos: (0..n).map(|i| (i % 3) as i64).collect(),
+            data: Vec::new(),
+        };
+        for i in 0..n {
+            let v: Vec<f32> = (0..dim).map(|d| ((i * 7 + d * 3) as f32).sin()).collect();
+            let norm = dot(&v, &v).sqrt();
+            index.data.extend(v.iter().map(|x| x / norm));
+        }
+        let query: Vec<f32> = (0..dim).map(|d| (d as f32 * 0.9).cos()).collect();
+        let all: &[Kind] = &[];
+        let prs: &[Kind] = &[Kind::Pr];
+        let issues: &[Kind] = &[Kind::Issue, Kind::Commit];
+        for repo in [None, Some(1)] {
+            let asks = [(10, all), (5, prs), (40, issues)];
+            let got = index.nearest_each(&query, &asks, repo).unwrap();
+            assert_eq!(got.len(), 3);
+            for ((k, wanted), ranking) in asks.iter().zip(&got) {
+                let alone: Vec<(i64, f32)> = nearest_in(&index.data, dim, &query, *k, |i| {
+                    (wanted.is_empty() || wanted.contains(&index.kinds[i]))
+                        && repo.is_none_or(|r| r == index.repos[i])
+                })
+                .into_iter()
+                .map(|(i, s)| (index.ids[i], s))
+                .collect();
+                assert_eq!(ranking, &alone);
+                assert!(!ranking.is_empty() && ranking.len() <= *k);
+                assert!(ranking.iter().all(|(id, _)| {
+                    let i = (id - 1000) as usize;
+                    (wanted.is_empty() || wanted.contains(&index.kinds[i]))
+                        && repo.is_none_or(|r| r == index.repos[i])
+                }));
+            }
+        }
+        assert!(index.nearest_each(&[1.0], &[(3, all)], None).is_err());
     }
 
     #[test]

@@ -946,7 +946,8 @@ fn meaning_scans(
     repo: Option<i64>,
 ) -> Result<Option<Vec<Vec<(i64, f32)>>>, WorkspaceError> {
     let Some(ix) = ix else { return Ok(None) };
-    subs.iter()
+    let asks: Vec<(usize, &[Kind])> = subs
+        .iter()
         .map(|q| {
             let filtered = q.state.is_some()
                 || q.label.is_some()
@@ -954,11 +955,10 @@ fn meaning_scans(
                 || q.path.is_some()
                 || q.since.is_some()
                 || q.until.is_some();
-            let scan = depth * if filtered { 10 } else { 1 };
-            ix.nearest(vector, scan, &q.kinds, repo)
+            (depth * if filtered { 10 } else { 1 }, q.kinds.as_slice())
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+        .collect();
+    ix.nearest_each(vector, &asks, repo).map(Some)
 }
 
 /// Reciprocal rank fusion of weighted rankings (best first): each unit scores the sum over
