@@ -161,43 +161,23 @@ impl EmbeddingModel {
             .collect()
     }
 
-    /// The windows `text` is read in: the whole of it when it fits, else consecutive pieces
-    /// of its tokens, each between the model's own special tokens.
-    fn windows(&self, text: &str) -> Vec<Vec<LlamaToken>> {
+    /// The windows `text` is read in, each of `limit` tokens at most (the model's window at
+    /// most): the whole of it when it fits, else consecutive pieces of its tokens, each between
+    /// the model's own special tokens.
+    fn windows(&self, text: &str, limit: usize) -> Vec<Vec<LlamaToken>> {
+        let limit = limit.min(self.max_tokens);
         let vocab = self.model.vocab();
         let whole = vocab.tokenize(text.as_bytes(), true, false);
-        if whole.len() <= self.max_tokens {
+        if whole.len() <= limit {
             return vec![whole];
         }
         let bare = vocab.tokenize(text.as_bytes(), false, false);
-        let room = self
-            .max_tokens
+        let room = limit
             .saturating_sub(self.prefix.len() + self.suffix.len())
             .max(1);
         bare.chunks(room)
             .map(|c| [self.prefix.as_slice(), c, self.suffix.as_slice()].concat())
             .collect()
-    }
-
-    /// The window of `text`'s start: its first `max_tokens` tokens at most (the model's
-    /// window at most), special tokens included.
-    fn start_window(&self, text: &str, max_tokens: usize) -> Vec<LlamaToken> {
-        let vocab = self.model.vocab();
-        let whole = vocab.tokenize(text.as_bytes(), true, false);
-        let fits = max_tokens.min(self.max_tokens);
-        if whole.len() <= fits {
-            return whole;
-        }
-        let bare = vocab.tokenize(text.as_bytes(), false, false);
-        let room = fits
-            .saturating_sub(self.prefix.len() + self.suffix.len())
-            .max(1);
-        [
-            self.prefix.as_slice(),
-            &bare[..room.min(bare.len())],
-            self.suffix.as_slice(),
-        ]
-        .concat()
     }
 
     /// A session that embeds up to `batch_tokens` tokens at a time (at least one window).
@@ -262,14 +242,7 @@ impl EmbedSession<'_> {
     /// One unit vector per text, in order. A text longer than the model's window is read in
     /// windows whose vectors are averaged, weighted by their tokens.
     pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        // (text, window tokens) for every window of every text.
-        let mut windows: Vec<(usize, Vec<LlamaToken>)> = Vec::new();
-        for (i, text) in texts.iter().enumerate() {
-            for w in self.model.windows(text) {
-                windows.push((i, w));
-            }
-        }
-        self.embed_windows(&windows, texts.len())
+        self.embed_windows(texts, usize::MAX, usize::MAX)
     }
 
     /// One unit vector per text, in order, each of the text's start alone: its first
@@ -279,22 +252,30 @@ impl EmbedSession<'_> {
         texts: &[&str],
         max_tokens: usize,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_windows(texts, max_tokens, 1)
+    }
+
+    /// The vectors of `texts` from the first `per_text` of their windows of `limit` tokens,
+    /// packed into batches: a text's windows are averaged, weighted by their tokens.
+    fn embed_windows(
+        &mut self,
+        texts: &[&str],
+        limit: usize,
+        per_text: usize,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let model = self.model;
         let windows: Vec<(usize, Vec<LlamaToken>)> = texts
             .iter()
             .enumerate()
-            .map(|(i, text)| (i, self.model.start_window(text, max_tokens)))
+            .flat_map(|(i, text)| {
+                model
+                    .windows(text, limit)
+                    .into_iter()
+                    .take(per_text)
+                    .map(move |w| (i, w))
+            })
             .collect();
-        self.embed_windows(&windows, texts.len())
-    }
-
-    /// The vectors of `texts` texts from their windows, packed into batches: a text's windows
-    /// are averaged, weighted by their tokens.
-    fn embed_windows(
-        &mut self,
-        windows: &[(usize, Vec<LlamaToken>)],
-        texts: usize,
-    ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut sums = vec![vec![0f32; self.model.dimension]; texts];
+        let mut sums = vec![vec![0f32; model.dimension]; texts.len()];
         let mut start = 0;
         while start < windows.len() {
             let mut end = start;
