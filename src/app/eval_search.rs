@@ -147,7 +147,11 @@ impl NaiveIndex {
                 .prepare(
                     "SELECT docs.kind, repos.name, docs.path, docs.number, docs.hash,
                             docs.title, docs.body
-                     FROM docs JOIN repos ON repos.id = docs.repo_id ORDER BY docs.id",
+                     FROM docs JOIN repos ON repos.id = docs.repo_id
+                     -- A file's outline (a code unit titled other than its path) repeats the
+                     -- file's own words: the floor is the file as written.
+                     WHERE NOT (docs.kind = 'code' AND docs.title <> docs.path)
+                     ORDER BY docs.id",
                 )
                 .map_err(db_err("reading units"))?;
             let mut rows = st.query([]).map_err(db_err("reading units"))?;

@@ -303,6 +303,12 @@ const MIGRATIONS: &[&str] = &[
         UPDATE docs_changes SET n = n + 1 WHERE id = 1;
     END;
     "#,
+    // 7: a code file in several units gains one more, its outline (`text::outline_unit`), so
+    // every file is cut again at the next index, as if changed. Its parts keep their vectors
+    // (kept by their text's hash): an embedding pass gives the outlines theirs.
+    r#"
+    UPDATE files SET mtime_ns = -1, hash = '';
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).

@@ -386,7 +386,39 @@ pub(crate) struct VectorIndex {
     ids: Vec<i64>,
     kinds: Vec<Kind>,
     repos: Vec<i64>,
+    /// What each unit stands for among a file's: the file as a whole or a part of it.
+    roles: Vec<Role>,
     data: Vec<f32>,
+}
+
+/// What a unit is of its file (`text::outline_unit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A part of a file (of a file in parts) or an item's unit that is not a file's.
+    Part,
+    /// A file's outline: ranked among outlines only, where it stands for its file.
+    Outline,
+    /// A file of one unit: a part, and its own outline.
+    Whole,
+}
+
+/// A ranking asked of one scan of the vectors: the `n` units nearest the query among those of
+/// `kinds` (all when empty): the parts, or the files as their outlines stand for them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ask<'a> {
+    pub n: usize,
+    pub kinds: &'a [Kind],
+    pub outlines: bool,
+}
+
+impl Role {
+    fn in_ask(self, outlines: bool) -> bool {
+        match self {
+            Role::Part => !outlines,
+            Role::Outline => outlines,
+            Role::Whole => true,
+        }
+    }
 }
 
 impl VectorIndex {
@@ -436,11 +468,17 @@ impl VectorIndex {
             ids: Vec::new(),
             kinds: Vec::new(),
             repos: Vec::new(),
+            roles: Vec::new(),
             data: Vec::new(),
         };
         let mut st = conn
             .prepare(
-                "SELECT dv.doc_id, d.kind, d.repo_id, v.vec FROM doc_vectors dv
+                "SELECT dv.doc_id, d.kind, d.repo_id, v.vec,
+                   -- A file part's title is its path; an outline's says it is one.
+                   CASE WHEN d.kind <> 'code' THEN 0 WHEN d.title <> d.path THEN 1
+                   WHEN NOT EXISTS (SELECT 1 FROM docs o WHERE o.source = d.source
+                        AND o.source_id = d.source_id AND o.id <> d.id) THEN 2 ELSE 0 END
+                 FROM doc_vectors dv
                  JOIN docs d ON d.id = dv.doc_id JOIN vectors v ON v.hash = dv.hash",
             )
             .map_err(db_err("reading vectors"))?;
@@ -459,6 +497,13 @@ impl VectorIndex {
             index
                 .repos
                 .push(r.get(2).map_err(db_err("reading vectors"))?);
+            index.roles.push(
+                match r.get::<_, i64>(4).map_err(db_err("reading vectors"))? {
+                    1 => Role::Outline,
+                    2 => Role::Whole,
+                    _ => Role::Part,
+                },
+            );
             index.data.extend(
                 bytes
                     .chunks_exact(4)
@@ -468,14 +513,15 @@ impl VectorIndex {
         Ok(Some(index))
     }
 
-    /// For each of `asks` (`n`, `kinds`), the `n` units closest to `query` (cosine: every
-    /// vector is unit length), best first, among those of `kinds` (all when empty) and `repo`.
+    /// For each of `asks`, its units closest to `query` (cosine: every vector is unit length),
+    /// best first, among those of `repo`.
     /// Each unit's score is computed once for them all: the scan is bound by reading the
-    /// vectors, and a question that leans to a kind asks for up to three rankings.
+    /// vectors, and a question that leans to a kind asks for up to five rankings (every kind,
+    /// its kind, issues, and the outlines of the two first when kept to code).
     pub(crate) fn nearest_each(
         &self,
         query: &[f32],
-        asks: &[(usize, &[Kind])],
+        asks: &[Ask],
         repo: Option<i64>,
     ) -> Result<Vec<Vec<(i64, f32)>>, WorkspaceError> {
         if query.len() != self.dim {
@@ -491,13 +537,16 @@ impl VectorIndex {
         let scores = score_rows(&self.data, self.dim, query, wanted);
         Ok(asks
             .iter()
-            .map(|&(n, kinds)| {
+            .map(|ask| {
                 let scored = scores
                     .iter()
-                    .filter(|&&(_, i)| kinds.is_empty() || kinds.contains(&self.kinds[i]))
+                    .filter(|&&(_, i)| {
+                        (ask.kinds.is_empty() || ask.kinds.contains(&self.kinds[i]))
+                            && self.roles[i].in_ask(ask.outlines)
+                    })
                     .copied()
                     .collect();
-                best_of(scored, n)
+                best_of(scored, ask.n)
                     .into_iter()
                     .map(|(i, s)| (self.ids[i], s))
                     .collect()
@@ -552,7 +601,7 @@ fn best_of(mut scored: Vec<(f32, usize)>, n: usize) -> Vec<(usize, f32)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{dot, nearest_in, Kind, VectorIndex};
+    use super::{dot, nearest_in, Ask, Kind, Role, VectorIndex};
 
     /// The stamp that tells a search its vectors changed must move when a unit's vector goes
     /// with the unit (a foreign-key cascade, as when re-indexing removes a file), not only
@@ -580,9 +629,9 @@ mod tests {
         assert!(none.0 > after.0 && !none.1);
     }
 
-    /// The rankings a leaning question asks for (every kind, its kind, issues) come from one
-    /// pass over the vectors: each must be what a scan of its own gives, kinds and repository
-    /// kept to.
+    /// The rankings a leaning question asks for (every kind, its kind, issues, its kind's
+    /// outlines) come from one pass over the vectors: each must be what a scan of its own
+    /// gives, kinds, outlines and repository kept to.
     #[test]
     fn rankings_from_one_scan_are_those_of_a_scan_each() {
         let dim = 8;
@@ -595,6 +644,9 @@ mod tests {
             ids: (0..n).map(|i| 1000 + i as i64).collect(),
             kinds: (0..n).map(|i| kinds[i % 4]).collect(),
             repos: (0..n).map(|i| (i % 3) as i64).collect(),
+            roles: (0..n)
+                .map(|i| [Role::Part, Role::Outline, Role::Whole][i % 5 % 3])
+                .collect(),
             data: Vec::new(),
         };
         for i in 0..n {
@@ -606,28 +658,40 @@ mod tests {
         let all: &[Kind] = &[];
         let prs: &[Kind] = &[Kind::Pr];
         let issues: &[Kind] = &[Kind::Issue, Kind::Commit];
+        let code: &[Kind] = &[Kind::Code, Kind::Doc];
+        let ask = |n, kinds, outlines| Ask { n, kinds, outlines };
         for repo in [None, Some(1)] {
-            let asks = [(10, all), (5, prs), (40, issues)];
+            let asks = [
+                ask(10, all, false),
+                ask(5, prs, false),
+                ask(40, issues, false),
+                ask(4, code, true),
+            ];
             let got = index.nearest_each(&query, &asks, repo).unwrap();
-            assert_eq!(got.len(), 3);
-            for ((k, wanted), ranking) in asks.iter().zip(&got) {
-                let alone: Vec<(i64, f32)> = nearest_in(&index.data, dim, &query, *k, |i| {
-                    (wanted.is_empty() || wanted.contains(&index.kinds[i]))
-                        && repo.is_none_or(|r| r == index.repos[i])
-                })
-                .into_iter()
-                .map(|(i, s)| (index.ids[i], s))
-                .collect();
+            assert_eq!(got.len(), 4);
+            let kept = |a: &Ask, i: usize| {
+                (a.kinds.is_empty() || a.kinds.contains(&index.kinds[i]))
+                    && match index.roles[i] {
+                        Role::Part => !a.outlines,
+                        Role::Outline => a.outlines,
+                        Role::Whole => true,
+                    }
+                    && repo.is_none_or(|r| r == index.repos[i])
+            };
+            for (a, ranking) in asks.iter().zip(&got) {
+                let alone: Vec<(i64, f32)> =
+                    nearest_in(&index.data, dim, &query, a.n, |i| kept(a, i))
+                        .into_iter()
+                        .map(|(i, s)| (index.ids[i], s))
+                        .collect();
                 assert_eq!(ranking, &alone);
-                assert!(!ranking.is_empty() && ranking.len() <= *k);
-                assert!(ranking.iter().all(|(id, _)| {
-                    let i = (id - 1000) as usize;
-                    (wanted.is_empty() || wanted.contains(&index.kinds[i]))
-                        && repo.is_none_or(|r| r == index.repos[i])
-                }));
+                assert!(!ranking.is_empty() && ranking.len() <= a.n);
+                assert!(ranking.iter().all(|(id, _)| kept(a, (id - 1000) as usize)));
             }
         }
-        assert!(index.nearest_each(&[1.0], &[(3, all)], None).is_err());
+        assert!(index
+            .nearest_each(&[1.0], &[ask(3, all, false)], None)
+            .is_err());
     }
 
     #[test]

@@ -579,3 +579,94 @@ fn a_pass_embeds_every_item_before_any_comment() {
     assert_eq!(found("slow"), Some(3));
     assert_eq!(found("crash"), Some(1));
 }
+
+/// A file's outline (its documentation and declarations) says what the file does where no
+/// 40-line part of it does: a search kept to code ranks files by their outlines too, and a
+/// file of one unit is its own outline. Here the long file's only words about crashing are its
+/// opening comment, lost among the names of its parts, while the short file mentions a crash
+/// among fewer words: by parts alone the short file came first. A third file, whose outline
+/// is nearer than the short file but whose parts are furthest, makes the rankings unequal
+/// (with two files, one first in each, equal weights tie). An outline's rank counts for its
+/// file's parts: given to the outline alone, the short file still came first.
+#[test]
+fn a_search_kept_to_code_ranks_files_by_their_outlines_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("src");
+    std::fs::create_dir_all(&folder).unwrap();
+    let mut long = String::from("//! Aborts on segfault.\nfn run() {\n");
+    for i in 0..60 {
+        long.push_str(&format!("    let v{i} = w{i} + u{i};\n"));
+    }
+    long.push_str("}\n");
+    std::fs::write(folder.join("handlers.rs"), &long).unwrap();
+    let reports = long.replace(
+        "//! Aborts on segfault.\nfn run() {",
+        "//! Writes crash reports.\n{",
+    );
+    std::fs::write(folder.join("reports.rs"), reports).unwrap();
+    std::fs::write(
+        folder.join("other.rs"),
+        "fn guard() {\n    let crash = a + b + c + d;\n}\n",
+    )
+    .unwrap();
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&folder, Some("code")).unwrap();
+    ws.index_repo("code", &mut |_| {}).unwrap();
+    let mut e = Synonyms::new("synonyms", 512);
+    ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    let files = |mode, kinds: &[Kind]| -> Vec<String> {
+        let page = ws
+            .search(&SearchQuery {
+                text: "crash".into(),
+                kinds: kinds.to_vec(),
+                limit: 10,
+                mode,
+                vector: Some(e.vector("crash")),
+                ..Default::default()
+            })
+            .unwrap();
+        page.hits.iter().filter_map(|h| h.path.clone()).collect()
+    };
+    // Over every kind the parts alone rank, and the short file is nearer.
+    assert_eq!(
+        files(SearchMode::Meaning, &[]),
+        ["other.rs", "handlers.rs", "reports.rs"],
+        "the parts' ranking"
+    );
+    assert_eq!(
+        files(SearchMode::Meaning, &[Kind::Code]),
+        ["handlers.rs", "other.rs", "reports.rs"],
+        "kept to code, the outlines' ranking"
+    );
+    // The outline is a unit of its own, found by its words too (and saying what it is), but
+    // a file is shown by a part where one matches: an outline's lines are not the file's, and
+    // a hit's line is where the agent reads and what an answer cites.
+    let by_words = |text: &str| {
+        ws.search(&SearchQuery {
+            text: text.into(),
+            kinds: vec![Kind::Code],
+            limit: 10,
+            mode: SearchMode::Words,
+            ..Default::default()
+        })
+        .unwrap()
+        .hits
+    };
+    let hits = by_words("segfault");
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].title, "handlers.rs");
+    // Not "1 more match in this file": the outline repeats the part's words.
+    assert_eq!((hits[0].line, hits[0].also), (Some(1), 0));
+    let mut outlines: Vec<(String, Option<i64>)> = by_words("outline")
+        .into_iter()
+        .map(|h| (h.title, h.line))
+        .collect();
+    outlines.sort();
+    assert_eq!(
+        outlines,
+        [
+            ("handlers.rs (outline)".to_string(), Some(1)),
+            ("reports.rs (outline)".to_string(), Some(1))
+        ]
+    );
+}

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use super::{begin_write, delete_docs, exec, IndexEvent, IndexPhase, IndexReport};
 use crate::workspace::text::{
     code_units, document_units, identifier_parts, identifier_terms, is_document, language_of,
-    looks_binary,
+    looks_binary, outline_unit,
 };
 use crate::workspace::{db_err, Repo, WorkspaceError};
 
@@ -302,7 +302,12 @@ fn index_one_file(
     let units = if doc {
         document_units(&text)
     } else {
-        code_units(&text)
+        let mut units = code_units(&text);
+        // A file of one unit is its own outline.
+        if units.len() > 1 {
+            units.extend(outline_unit(&text));
+        }
+        units
     };
     for u in units {
         let (kind, title, terms) = if doc {
@@ -317,9 +322,15 @@ fn index_one_file(
                 format!("{path_terms}\n{}", identifier_terms(&u.text)),
             )
         } else {
+            // A part's title is the path alone (the vectors' index tells an outline by that).
+            let title = if u.title.is_empty() {
+                rel.to_string()
+            } else {
+                format!("{rel} ({})", u.title)
+            };
             (
                 "code",
-                rel.to_string(),
+                title,
                 format!("{path_terms}\n{}", identifier_terms(&u.text)),
             )
         };
