@@ -277,9 +277,8 @@ fn outline_entry(line: &str) -> Option<&str> {
     let mut word = words.next()?;
     // Visibility and qualifiers before the keyword (`static` is one in Java, but it also opens
     // a declaration in Rust and C, so it is taken for one).
-    let keyword = |w: &'_ str| w.split(['(', '<']).next().unwrap_or(w).to_string();
     while matches!(
-        keyword(word).as_str(),
+        keyword(word),
         "pub"
             | "export"
             | "async"
@@ -295,8 +294,13 @@ fn outline_entry(line: &str) -> Option<&str> {
         word = words.next()?;
     }
     DECLARATIONS
-        .contains(&keyword(word).as_str())
+        .contains(&keyword(word))
         .then(|| t.trim_end_matches('{').trim_end())
+}
+
+/// A word without what follows a keyword unspaced: `pub(crate)`, `impl<T>`.
+fn keyword(word: &str) -> &str {
+    word.split(['(', '<']).next().unwrap_or(word)
 }
 
 /// A line's indentation in columns (a tab counts 4).

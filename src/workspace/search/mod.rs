@@ -747,22 +747,12 @@ impl Workspace {
             // snippet is that line and the two after it. Elsewhere words around the first
             // match, on one line.
             let (line, snippet) = match (kind, row.line) {
-                // An outline's lines are not consecutive lines of the file: it is cited at its
-                // first, the file's first documentation or declaration.
-                (Kind::Code, Some(start)) if is_outline(&row) => (
-                    Some(start),
-                    line_snippet(
-                        &row.body,
-                        first_matching_line(&row.body, &needles),
-                        &needles,
-                    ),
-                ),
                 (Kind::Code | Kind::Doc, Some(start)) => {
                     let idx = first_matching_line(&row.body, &needles);
-                    (
-                        Some(start + idx as i64),
-                        line_snippet(&row.body, idx, &needles),
-                    )
+                    // An outline's lines are not consecutive lines of the file: it is cited at
+                    // its first, the file's first documentation or declaration.
+                    let offset = if is_outline(&row) { 0 } else { idx as i64 };
+                    (Some(start + offset), line_snippet(&row.body, idx, &needles))
                 }
                 _ => (row.line, words_snippet(&row.body, &needles, SNIPPET_WORDS)),
             };
