@@ -7,6 +7,10 @@
 #   scripts/gpu-check.sh run DIR OUT   # there: build, measure, write reports into OUT
 #                                      # (device.txt, bench-*.txt, fit.txt, logs.tar.gz)
 #
+# .gpu and .gpu-build are ignored by git: the device tool is told to carry .gpu, and a warm
+# machine keeps the ignored .gpu-build between calls, so a second run there skips the 200 s
+# build (on 11-28, with .gpu-build not ignored, the tool removed it and the rerun rebuilt).
+#
 # prepare builds Burrow with llama.cpp as shared libraries (--features llama-cpp-2/dynamic-link,
 # in $CARGO_TARGET_DIR/dynamic or $DYNAMIC_TARGET_DIR), packs the vendored llama.cpp tree with llama-bench.cpp (as
 # bench-vs-llama-bench.sh prepares it, unbuilt), and takes the header of each model in models/
