@@ -670,3 +670,58 @@ fn a_search_kept_to_code_ranks_files_by_their_outlines_too() {
         ]
     );
 }
+
+/// Issue 18: a search kept to code fuses the ranking by words with a ranking by words of the
+/// files' outlines alone (a file in one unit is its own outline), as it does by meaning. A file
+/// whose doc comment and declarations hold the words ranks above one that only uses them in
+/// its bodies; by the units' words alone the long file that repeats the word came first.
+#[test]
+fn a_search_kept_to_code_ranks_files_by_their_outlines_words_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("src");
+    std::fs::create_dir_all(&folder).unwrap();
+    // Mentions the word in its bodies only, many times.
+    let mut bodies = String::from("fn run() {\n");
+    for i in 0..60 {
+        bodies.push_str(&format!("    let v{i} = checksum(w{i}, u{i});\n"));
+    }
+    bodies.push_str("}\n");
+    std::fs::write(folder.join("bodies.rs"), &bodies).unwrap();
+    // Says it in its doc comment, once, and never again.
+    let mut declared = String::from("//! Computes the checksum of a block.\n");
+    for f in 0..12 {
+        declared.push_str(&format!("pub fn step{f}() {{\n"));
+        for i in 0..5 {
+            declared.push_str(&format!("    let v{i} = mix(w{i}, u{i});\n"));
+        }
+        declared.push_str("}\n");
+    }
+    std::fs::write(folder.join("declared.rs"), &declared).unwrap();
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&folder, Some("code")).unwrap();
+    ws.index_repo("code", &mut |_| {}).unwrap();
+    let files = |kinds: &[Kind]| -> Vec<String> {
+        ws.search(&SearchQuery {
+            text: "checksum".into(),
+            kinds: kinds.to_vec(),
+            limit: 10,
+            mode: SearchMode::Words,
+            ..Default::default()
+        })
+        .unwrap()
+        .hits
+        .iter()
+        .filter_map(|h| h.path.clone())
+        .collect()
+    };
+    assert_eq!(
+        files(&[]),
+        ["bodies.rs", "declared.rs"],
+        "the units' ranking"
+    );
+    assert_eq!(
+        files(&[Kind::Code]),
+        ["declared.rs", "bodies.rs"],
+        "kept to code, with the outlines' ranking"
+    );
+}

@@ -133,6 +133,28 @@ impl RawHit {
 
 /// The units of `ids` that pass the query's filters (those the vector scan could not apply:
 /// state, label, author, path, dates), by id.
+/// Which of the code units `ids` are their file's only unit: such a file is its own outline
+/// (`text::outline_unit` is made only for a file cut in several units).
+pub(super) fn files_alone(
+    conn: &Connection,
+    ids: &[i64],
+) -> Result<std::collections::HashSet<i64>, WorkspaceError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT d.id FROM docs d WHERE d.id IN (SELECT value FROM json_each(?1))
+               AND d.kind = 'code' AND NOT EXISTS (SELECT 1 FROM docs o
+                 WHERE o.source = d.source AND o.source_id = d.source_id AND o.id <> d.id)",
+        )
+        .map_err(db_err("finding files in one unit"))?;
+    let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+    let alone = stmt
+        .query_map([ids], |r| r.get::<_, i64>(0))
+        .map_err(db_err("finding files in one unit"))?
+        .collect::<Result<_, _>>()
+        .map_err(db_err("finding files in one unit"))?;
+    Ok(alone)
+}
+
 pub(super) fn rows_by_ids(
     conn: &Connection,
     ids: &[i64],
