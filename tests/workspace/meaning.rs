@@ -674,7 +674,8 @@ fn a_search_kept_to_code_ranks_files_by_their_outlines_too() {
 /// Issue 18: a search kept to code fuses the ranking by words with a ranking by words of the
 /// files' outlines alone (a file in one unit is its own outline), as it does by meaning. A file
 /// whose doc comment and declarations hold the words ranks above one that only uses them in
-/// its bodies; by the units' words alone the long file that repeats the word came first.
+/// its bodies, and so does a file of one unit; by the units' words alone the long file that
+/// repeats the word came first.
 #[test]
 fn a_search_kept_to_code_ranks_files_by_their_outlines_words_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -697,6 +698,13 @@ fn a_search_kept_to_code_ranks_files_by_their_outlines_words_too() {
         declared.push_str("}\n");
     }
     std::fs::write(folder.join("declared.rs"), &declared).unwrap();
+    // A file in one unit is its own outline, though it says the word only in a body.
+    let mut alone = String::from("fn tally() {\n    let sum = checksum(a);\n");
+    for i in 0..18 {
+        alone.push_str(&format!("    let v{i} = mix(w{i}, u{i});\n"));
+    }
+    alone.push_str("}\n");
+    std::fs::write(folder.join("alone.rs"), &alone).unwrap();
     let ws = open(&dir.path().join("home"));
     ws.add_repo(&folder, Some("code")).unwrap();
     ws.index_repo("code", &mut |_| {}).unwrap();
@@ -716,12 +724,12 @@ fn a_search_kept_to_code_ranks_files_by_their_outlines_words_too() {
     };
     assert_eq!(
         files(&[]),
-        ["bodies.rs", "declared.rs"],
+        ["bodies.rs", "declared.rs", "alone.rs"],
         "the units' ranking"
     );
     assert_eq!(
         files(&[Kind::Code]),
-        ["declared.rs", "bodies.rs"],
+        ["declared.rs", "alone.rs", "bodies.rs"],
         "kept to code, with the outlines' ranking"
     );
 }

@@ -509,7 +509,8 @@ impl Workspace {
                         "no unit of the workspace has a vector yet: run `burrow workspace embed`"
                             .into(),
                     )),
-                    // The outlines come with a ranking by meaning: this is one of the others.
+                    // Each outlines' ranking comes with the ranking it was taken from, so
+                    // one ranking alone is words' or meaning's.
                     1 => by_words.or(by_meaning).unwrap_or_default(),
                     _ => fuse(&rankings, k),
                 });
@@ -1051,10 +1052,11 @@ fn meaning_scans<'a>(
     ix.nearest_each(vector, &asks, repo).map(Some)
 }
 
-/// Whether a ranking by meaning kept to `q`'s kinds is fused with one over files' outlines
-/// alone: a search kept to code (and documents, as "where is …" leans) asks which file does
-/// something, which the file's outline says better than any part of it. Beside other kinds it
-/// would favour code over them.
+/// Whether the rankings kept to `q`'s kinds are fused with rankings of files by their outlines
+/// (by meaning, and by words: so a search kept to code in words alone is fused too): a search
+/// kept to code (and documents, as "where is …" leans) asks which file does something, which
+/// the file's outline says better than any part of it. Beside other kinds it would favour code
+/// over them.
 fn ranks_outlines(q: &SearchQuery) -> bool {
     q.kinds.contains(&Kind::Code) && q.kinds.iter().all(|k| matches!(k, Kind::Code | Kind::Doc))
 }

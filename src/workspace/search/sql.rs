@@ -131,8 +131,6 @@ impl RawHit {
     }
 }
 
-/// The units of `ids` that pass the query's filters (those the vector scan could not apply:
-/// state, label, author, path, dates), by id.
 /// Which of the code units `ids` are their file's only unit: such a file is its own outline
 /// (`text::outline_unit` is made only for a file cut in several units).
 pub(super) fn files_alone(
@@ -155,6 +153,8 @@ pub(super) fn files_alone(
     Ok(alone)
 }
 
+/// The units of `ids` that pass the query's filters (those the vector scan could not apply:
+/// state, label, author, path, dates), by id.
 pub(super) fn rows_by_ids(
     conn: &Connection,
     ids: &[i64],
