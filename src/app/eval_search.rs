@@ -148,9 +148,9 @@ impl NaiveIndex {
                     "SELECT docs.kind, repos.name, docs.path, docs.number, docs.hash,
                             docs.title, docs.body
                      FROM docs JOIN repos ON repos.id = docs.repo_id
-                     -- A file's outline (a code unit titled other than its path) repeats the
-                     -- file's own words: the floor is the file as written.
-                     WHERE NOT (docs.kind = 'code' AND docs.title <> docs.path)
+                     -- A file's outline (`text::Role`: 1) repeats the file's own words: the
+                     -- floor is the file as written.
+                     WHERE docs.role <> 1
                      ORDER BY docs.id",
                 )
                 .map_err(db_err("reading units"))?;

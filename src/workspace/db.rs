@@ -309,6 +309,19 @@ const MIGRATIONS: &[&str] = &[
     r#"
     UPDATE files SET mtime_ns = -1, hash = '';
     "#,
+    // 8: what a code unit is of its file (`text::Role`: 0 a part, 1 its outline, 2 a file of
+    // one unit) is stored by the indexer, where it was read back from titles (an outline's
+    // title differs from its path) and sibling rows in three places. Rows indexed before are
+    // given theirs by that rule, once.
+    r#"
+    ALTER TABLE docs ADD COLUMN role INTEGER NOT NULL DEFAULT 0;
+    UPDATE docs SET role = CASE
+        WHEN title <> path THEN 1
+        WHEN NOT EXISTS (SELECT 1 FROM docs o WHERE o.source = docs.source
+             AND o.source_id = docs.source_id AND o.id <> docs.id) THEN 2
+        ELSE 0 END
+    WHERE kind = 'code';
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).
@@ -610,6 +623,54 @@ mod tests {
             // two spellings of ÄÖ–Ü are two.
             assert_eq!(ids, vec![i as i64], "{v:?} as {token}");
         }
+    }
+
+    /// Migration 8 gives rows indexed before it the role the indexer now stores: a code unit
+    /// titled other than its path is an outline, one with no sibling is a whole file.
+    #[test]
+    fn units_indexed_before_roles_were_stored_get_theirs() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        migrate_to(&conn, 7).unwrap();
+        conn.execute("INSERT INTO repos (name, added_at) VALUES ('r', 0)", [])
+            .unwrap();
+        for (kind, source_id, path, title) in [
+            ("code", 1, "a.rs", "a.rs"),
+            ("code", 1, "a.rs", "a.rs"),
+            ("code", 1, "a.rs", "a.rs (outline)"),
+            ("code", 2, "b.rs", "b.rs"),
+            ("doc", 3, "c.md", "Usage"),
+        ] {
+            conn.execute(
+                "INSERT INTO docs (repo_id, kind, source, source_id, path, title, body, terms)
+                 VALUES (1, ?1, 'file', ?2, ?3, ?4, 'text', '')",
+                rusqlite::params![kind, source_id, path, title],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO docs (repo_id, kind, source, source_id, title, body, terms)
+             VALUES (1, 'issue', 'issue', 4, 'An issue', 'text', '')",
+            [],
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        let roles: Vec<i64> = conn
+            .prepare("SELECT role FROM docs ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        use crate::workspace::text::Role;
+        let expected = [
+            Role::Part,
+            Role::Part,
+            Role::Outline,
+            Role::Whole,
+            Role::Part,
+            Role::Part,
+        ];
+        assert_eq!(roles, expected.map(Role::to_db));
     }
 
     #[test]

@@ -228,6 +228,45 @@ const DECLARATIONS: &[&str] = &[
     "package",
 ];
 
+/// What a unit is of its file (`outline_unit`), as the indexer stores it (`docs.role`), so
+/// the rule is kept in one place rather than read back from titles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A part of a file (of a file in parts) or an item's unit that is not a file's.
+    Part,
+    /// A file's outline: ranked among outlines only, where it stands for its file.
+    Outline,
+    /// A file of one unit: a part, and its own outline.
+    Whole,
+}
+
+impl Role {
+    /// The role of unit `i` of a file cut in `parts` units, its outline last (after them).
+    pub(crate) fn of_unit(i: usize, parts: usize) -> Role {
+        match (i >= parts, parts) {
+            (true, _) => Role::Outline,
+            (false, 1) => Role::Whole,
+            (false, _) => Role::Part,
+        }
+    }
+
+    pub(crate) fn to_db(self) -> i64 {
+        match self {
+            Role::Part => 0,
+            Role::Outline => 1,
+            Role::Whole => 2,
+        }
+    }
+
+    pub(crate) fn from_db(v: i64) -> Role {
+        match v {
+            1 => Role::Outline,
+            2 => Role::Whole,
+            _ => Role::Part,
+        }
+    }
+}
+
 /// A file's outline: its documentation comments and its declarations' first lines, in order,
 /// as one unit (at the first of them). A question about what a file does is answered by the
 /// file as a whole, which no 40-line part of it states: ranked by meaning among ripgrep's code

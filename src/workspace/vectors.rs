@@ -12,6 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::search::Kind;
+use super::text::Role;
 use super::{db, db_err, Workspace, WorkspaceError};
 
 /// What turns texts into vectors (the embedding model, or a fake in tests).
@@ -391,17 +392,6 @@ pub(crate) struct VectorIndex {
     data: Vec<f32>,
 }
 
-/// What a unit is of its file (`text::outline_unit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// A part of a file (of a file in parts) or an item's unit that is not a file's.
-    Part,
-    /// A file's outline: ranked among outlines only, where it stands for its file.
-    Outline,
-    /// A file of one unit: a part, and its own outline.
-    Whole,
-}
-
 /// A ranking asked of one scan of the vectors: the `n` units nearest the query among those of
 /// `kinds` (all when empty): the parts, or the files as their outlines stand for them.
 #[derive(Debug, Clone, Copy)]
@@ -473,11 +463,7 @@ impl VectorIndex {
         };
         let mut st = conn
             .prepare(
-                "SELECT dv.doc_id, d.kind, d.repo_id, v.vec,
-                   -- A file part's title is its path; an outline's says it is one.
-                   CASE WHEN d.kind <> 'code' THEN 0 WHEN d.title <> d.path THEN 1
-                   WHEN NOT EXISTS (SELECT 1 FROM docs o WHERE o.source = d.source
-                        AND o.source_id = d.source_id AND o.id <> d.id) THEN 2 ELSE 0 END
+                "SELECT dv.doc_id, d.kind, d.repo_id, v.vec, d.role
                  FROM doc_vectors dv
                  JOIN docs d ON d.id = dv.doc_id JOIN vectors v ON v.hash = dv.hash",
             )
@@ -497,13 +483,9 @@ impl VectorIndex {
             index
                 .repos
                 .push(r.get(2).map_err(db_err("reading vectors"))?);
-            index.roles.push(
-                match r.get::<_, i64>(4).map_err(db_err("reading vectors"))? {
-                    1 => Role::Outline,
-                    2 => Role::Whole,
-                    _ => Role::Part,
-                },
-            );
+            index
+                .roles
+                .push(Role::from_db(r.get(4).map_err(db_err("reading vectors"))?));
             index.data.extend(
                 bytes
                     .chunks_exact(4)

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use super::{begin_write, delete_docs, exec, IndexEvent, IndexPhase, IndexReport};
 use crate::workspace::text::{
     code_units, document_units, identifier_parts, identifier_terms, is_document, language_of,
-    looks_binary, outline_unit,
+    looks_binary, outline_unit, Role,
 };
 use crate::workspace::{db_err, Repo, WorkspaceError};
 
@@ -299,17 +299,25 @@ fn index_one_file(
     delete_docs(tx, "file", file_id)?;
     let path_terms = identifier_parts(rel).join(" ");
     let doc = is_document(rel);
-    let units = if doc {
-        document_units(&text)
+    let (units, parts) = if doc {
+        let units = document_units(&text);
+        let parts = units.len();
+        (units, parts)
     } else {
         let mut units = code_units(&text);
+        let parts = units.len();
         // A file of one unit is its own outline.
-        if units.len() > 1 {
+        if parts > 1 {
             units.extend(outline_unit(&text));
         }
-        units
+        (units, parts)
     };
-    for u in units {
+    for (i, u) in units.into_iter().enumerate() {
+        let role = if doc {
+            Role::Part
+        } else {
+            Role::of_unit(i, parts)
+        };
         let (kind, title, terms) = if doc {
             let title = if u.title.is_empty() {
                 rel.to_string()
@@ -322,7 +330,6 @@ fn index_one_file(
                 format!("{path_terms}\n{}", identifier_terms(&u.text)),
             )
         } else {
-            // A part's title is the path alone (the vectors' index tells an outline by that).
             let title = if u.title.is_empty() {
                 rel.to_string()
             } else {
@@ -335,9 +342,9 @@ fn index_one_file(
             )
         };
         exec(tx,
-            "INSERT INTO docs (repo_id, kind, source, source_id, path, line, time, title, body, terms)
-             VALUES (?1, ?2, 'file', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![repo_id, kind, file_id, rel, u.line as i64, mtime / 1_000_000_000, title, u.text, terms],
+            "INSERT INTO docs (repo_id, kind, source, source_id, path, line, time, title, body, terms, role)
+             VALUES (?1, ?2, 'file', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![repo_id, kind, file_id, rel, u.line as i64, mtime / 1_000_000_000, title, u.text, terms, role.to_db()],
         )
         .map_err(db_err("indexing a file"))?;
     }

@@ -18,6 +18,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::text::Role;
 use super::vectors::{Ask, VectorIndex};
 use super::{db_err, Workspace, WorkspaceError};
 use plan::{plan, Expr, Scope};
@@ -489,7 +490,7 @@ impl Workspace {
                 full |= by_words.as_ref().is_some_and(|o| o.len() >= depth)
                     || by_meaning.as_ref().is_some_and(|o| o.len() >= depth);
                 let words_outline = match (ranks_outlines(sub), &by_words) {
-                    (true, Some(order)) => Some(self.outlines_by_words(order, &rows)?),
+                    (true, Some(order)) => Some(Self::outlines_by_words(order, &rows)),
                     _ => None,
                 }
                 .filter(|o| !o.is_empty())
@@ -699,29 +700,15 @@ impl Workspace {
     /// The files' outlines among `order` (a ranking by words), in its order: the outline units,
     /// and the units that are their file's only one (each its own outline, as in the ranking
     /// by meaning).
-    fn outlines_by_words(
-        &self,
-        order: &[(i64, f64)],
-        rows: &HashMap<i64, RawHit>,
-    ) -> Result<Vec<(i64, f64)>, WorkspaceError> {
-        let maybe_alone: Vec<i64> = order
+    fn outlines_by_words(order: &[(i64, f64)], rows: &HashMap<i64, RawHit>) -> Vec<(i64, f64)> {
+        order
             .iter()
             .filter(|(id, _)| {
                 rows.get(id)
-                    .is_some_and(|r| r.kind == "code" && !is_outline(r))
+                    .is_some_and(|r| r.kind == "code" && r.role != Role::Part)
             })
-            .map(|(id, _)| *id)
-            .collect();
-        let alone = if maybe_alone.is_empty() {
-            Default::default()
-        } else {
-            sql::files_alone(&self.conn(), &maybe_alone)?
-        };
-        Ok(order
-            .iter()
-            .filter(|(id, _)| alone.contains(id) || rows.get(id).is_some_and(is_outline))
             .copied()
-            .collect())
+            .collect()
     }
 
     /// The id of the repository `q` keeps to, if it names one.
@@ -1061,9 +1048,9 @@ fn ranks_outlines(q: &SearchQuery) -> bool {
     q.kinds.contains(&Kind::Code) && q.kinds.iter().all(|k| matches!(k, Kind::Code | Kind::Doc))
 }
 
-/// A file's outline (`text::outline_unit`): a code unit titled other than its path.
+/// A file's outline (`text::outline_unit`).
 fn is_outline(r: &RawHit) -> bool {
-    r.kind == "code" && r.path.as_deref().is_some_and(|p| p != r.title)
+    r.kind == "code" && r.role == Role::Outline
 }
 
 /// The ranking of outlines `outlines` given to their files: each outline's rank goes to it and

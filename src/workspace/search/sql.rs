@@ -7,6 +7,7 @@ use rusqlite::Connection;
 use super::plan::Expr;
 use super::SearchQuery;
 use crate::workspace::rank;
+use crate::workspace::text::Role;
 use crate::workspace::{db_err, WorkspaceError};
 
 /// The filters FTS5 cannot apply (path glob, dates), as SQL over `docs`.
@@ -96,6 +97,8 @@ pub(super) struct RawHit {
     pub state: Option<String>,
     pub author: Option<String>,
     pub time: Option<i64>,
+    /// What the unit is of its file, for code.
+    pub role: Role,
     /// BM25 for words (lower is better); set by the caller for the other modes.
     pub score: f64,
     pub body: String,
@@ -106,7 +109,7 @@ pub(super) struct RawHit {
 /// The columns `RawHit::read` reads, over `docs` joined to `repos`, then a score.
 const HIT_COLUMNS: &str =
     "docs.id, docs.kind, docs.repo_id, repos.name, docs.title, docs.path, docs.line, \
-     docs.number, docs.comment_id, docs.hash, docs.state, docs.author, docs.time";
+     docs.number, docs.comment_id, docs.hash, docs.state, docs.author, docs.time, docs.role";
 
 impl RawHit {
     fn read(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawHit> {
@@ -124,33 +127,12 @@ impl RawHit {
             state: r.get(10)?,
             author: r.get(11)?,
             time: r.get(12)?,
-            score: r.get(13)?,
-            body: r.get(14)?,
+            role: Role::from_db(r.get(13)?),
+            score: r.get(14)?,
+            body: r.get(15)?,
             also: 0,
         })
     }
-}
-
-/// Which of the code units `ids` are their file's only unit: such a file is its own outline
-/// (`text::outline_unit` is made only for a file cut in several units).
-pub(super) fn files_alone(
-    conn: &Connection,
-    ids: &[i64],
-) -> Result<std::collections::HashSet<i64>, WorkspaceError> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT d.id FROM docs d WHERE d.id IN (SELECT value FROM json_each(?1))
-               AND d.kind = 'code' AND NOT EXISTS (SELECT 1 FROM docs o
-                 WHERE o.source = d.source AND o.source_id = d.source_id AND o.id <> d.id)",
-        )
-        .map_err(db_err("finding files in one unit"))?;
-    let ids = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
-    let alone = stmt
-        .query_map([ids], |r| r.get::<_, i64>(0))
-        .map_err(db_err("finding files in one unit"))?
-        .collect::<Result<_, _>>()
-        .map_err(db_err("finding files in one unit"))?;
-    Ok(alone)
 }
 
 /// The units of `ids` that pass the query's filters (those the vector scan could not apply:
@@ -359,7 +341,8 @@ pub(super) fn rank_page(
     let mut ranked = None;
     let rows = stmt
         .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-            ranked = usize::try_from(r.get::<_, i64>(15)?).ok();
+            // After the hit's columns, its score and its body.
+            ranked = usize::try_from(r.get::<_, i64>(16)?).ok();
             RawHit::read(r)
         })
         .map_err(db_err("searching"))?
