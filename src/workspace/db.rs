@@ -312,15 +312,14 @@ const MIGRATIONS: &[&str] = &[
     // 8: what a code unit is of its file (`text::Role`: 0 a part, 1 its outline, 2 a file of
     // one unit) is stored by the indexer, where it was read back from titles (an outline's
     // title differs from its path) and sibling rows in three places. Rows indexed before are
-    // given theirs by that rule, once.
+    // given theirs by that rule, once. Only the outlines and whole files are updated (about
+    // one row a file): every row updated is taken out of the words index and put back by
+    // `docs_au`, and the parts keep 0.
     r#"
     ALTER TABLE docs ADD COLUMN role INTEGER NOT NULL DEFAULT 0;
-    UPDATE docs SET role = CASE
-        WHEN title <> path THEN 1
-        WHEN NOT EXISTS (SELECT 1 FROM docs o WHERE o.source = docs.source
-             AND o.source_id = docs.source_id AND o.id <> docs.id) THEN 2
-        ELSE 0 END
-    WHERE kind = 'code';
+    UPDATE docs SET role = CASE WHEN title <> path THEN 1 ELSE 2 END
+    WHERE kind = 'code' AND (title <> path OR NOT EXISTS (SELECT 1 FROM docs o
+        WHERE o.source = docs.source AND o.source_id = docs.source_id AND o.id <> docs.id));
     "#,
 ];
 
@@ -671,6 +670,15 @@ mod tests {
             Role::Part,
         ];
         assert_eq!(roles, expected.map(Role::to_db));
+        // The rows updated are still found by their words.
+        let found: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH 'text'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, 6);
     }
 
     #[test]
