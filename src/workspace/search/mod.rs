@@ -493,9 +493,17 @@ impl Workspace {
                     (true, Some(order)) => Some(Self::outlines_by_words(order, &rows)),
                     _ => None,
                 }
-                .filter(|o| !o.is_empty())
-                .map(|o| to_files(&o, [&by_words, &by_meaning], &rows));
-                let by_outline = by_outline.map(|o| to_files(&o, [&by_words, &by_meaning], &rows));
+                .filter(|o| !o.is_empty());
+                let (by_outline, words_outline) = if by_outline.is_some() || words_outline.is_some()
+                {
+                    let parts = file_parts([&by_words, &by_meaning], &rows);
+                    (
+                        by_outline.map(|o| to_files(&o, &parts, &rows)),
+                        words_outline.map(|o| to_files(&o, &parts, &rows)),
+                    )
+                } else {
+                    (None, None)
+                };
                 // Words and meaning (and, kept to code, the outlines), fused; one alone as it
                 // ranks.
                 let rankings: Vec<(Vec<(i64, usize)>, f64)> = by_words
@@ -1053,14 +1061,11 @@ fn is_outline(r: &RawHit) -> bool {
     r.kind == "code" && r.role == Role::Outline
 }
 
-/// The ranking of outlines `outlines` given to their files: each outline's rank goes to it and
-/// to every unit of its file that `others` hold, so that it adds to the file's best part as
-/// it does to the one unit of a file that is its own outline (fusion adds up per unit).
-fn to_files(
-    outlines: &[(i64, f64)],
+/// The units of each file that the rankings `others` hold, for `to_files`.
+fn file_parts(
     others: [&Option<Vec<(i64, f64)>>; 2],
     rows: &HashMap<i64, RawHit>,
-) -> Vec<(i64, usize)> {
+) -> HashMap<ItemKey, Vec<i64>> {
     let mut parts: HashMap<ItemKey, Vec<i64>> = HashMap::new();
     for &(id, _) in others.into_iter().flatten().flatten() {
         if let Some(r) = rows.get(&id) {
@@ -1070,6 +1075,17 @@ fn to_files(
             }
         }
     }
+    parts
+}
+
+/// The ranking of outlines `outlines` given to their files: each outline's rank goes to it and
+/// to every unit of its file in `parts` (`file_parts`), so that it adds to the file's best part
+/// as it does to the one unit of a file that is its own outline (fusion adds up per unit).
+fn to_files(
+    outlines: &[(i64, f64)],
+    parts: &HashMap<ItemKey, Vec<i64>>,
+    rows: &HashMap<i64, RawHit>,
+) -> Vec<(i64, usize)> {
     let mut out = Vec::new();
     for (id, rank) in ranked(outlines) {
         out.push((id, rank));
