@@ -81,8 +81,9 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
     drop(handle);
     drop(ws);
 
-    // Opening applied the migrations after 3 (issue 18: vectors and links, and the triggers
-    // that count changes to the vectors and to the units) and changed
+    // Opening applied the migrations after 3 (issue 18: vectors and links, the triggers that
+    // count changes to the vectors and to the units, and the abbreviations the units define)
+    // and changed
     // nothing else: every object of the old schema is as it was, but `issues`, which gained
     // two columns, and `docs`, which gained one (a code unit's role in its file).
     let after = schema(&db);
@@ -101,17 +102,22 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
     assert_eq!(
         added,
         [
+            "abbreviations_doc",
             "doc_vectors_hash",
             "docs_number",
             "issues_merge_commit",
             "links_pr",
             "sqlite_autoindex_links_1",
+            "abbreviations",
             "doc_vectors",
             "docs_changes",
             "embedding_model",
             "links",
             "vector_changes",
             "vectors",
+            "abbreviations_ad",
+            "abbreviations_ai",
+            "abbreviations_au",
             "doc_vectors_changes_ad",
             "doc_vectors_changes_ai",
             "doc_vectors_changes_au",

@@ -321,6 +321,35 @@ const MIGRATIONS: &[&str] = &[
     WHERE kind = 'code' AND (title <> path OR NOT EXISTS (SELECT 1 FROM docs o
         WHERE o.source = docs.source AND o.source_id = docs.source_id AND o.id <> docs.id));
     "#,
+    // 9: the abbreviations each unit defines ("Byte-Order Mark (BOM)"), so that a search for
+    // one finds the other, read once per change to the units rather than looked for in the
+    // text at each query. Kept with the units by triggers (`burrow_abbreviations`); the units
+    // indexed before get theirs here.
+    r#"
+    CREATE TABLE abbreviations (
+        doc_id INTEGER NOT NULL,
+        abbr TEXT NOT NULL,
+        long TEXT NOT NULL
+    );
+    CREATE INDEX abbreviations_doc ON abbreviations (doc_id);
+    CREATE TRIGGER abbreviations_ai AFTER INSERT ON docs BEGIN
+        INSERT INTO abbreviations (doc_id, abbr, long)
+        SELECT new.id, value ->> 0, value ->> 1
+        FROM json_each(burrow_abbreviations(new.title, new.body));
+    END;
+    CREATE TRIGGER abbreviations_ad AFTER DELETE ON docs BEGIN
+        DELETE FROM abbreviations WHERE doc_id = old.id;
+    END;
+    CREATE TRIGGER abbreviations_au AFTER UPDATE OF title, body ON docs BEGIN
+        DELETE FROM abbreviations WHERE doc_id = old.id;
+        INSERT INTO abbreviations (doc_id, abbr, long)
+        SELECT new.id, value ->> 0, value ->> 1
+        FROM json_each(burrow_abbreviations(new.title, new.body));
+    END;
+    INSERT INTO abbreviations (doc_id, abbr, long)
+    SELECT d.id, j.value ->> 0, j.value ->> 1
+    FROM docs d, json_each(burrow_abbreviations(d.title, d.body)) j;
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).
@@ -388,7 +417,38 @@ fn configure(conn: &Connection) -> Result<(), WorkspaceError> {
             context: "configuring the connection".into(),
             source: e,
         })?;
-    super::rank::register(conn)
+    super::rank::register(conn)?;
+    register_abbreviations(conn)
+}
+
+/// `burrow_abbreviations(title, body)`: the abbreviations a unit defines
+/// (`text::abbreviations`), as a JSON array of `[abbreviation, long form]` pairs, or NULL for
+/// none. The triggers of migration 9 keep the `abbreviations` table with it, so every way a
+/// unit is written (files, commits, issues, imports) records them, and no other SQLite client
+/// can write a unit without Burrow's functions (nor rank one: `burrow_rank`).
+fn register_abbreviations(conn: &Connection) -> Result<(), WorkspaceError> {
+    use rusqlite::functions::FunctionFlags;
+    conn.create_scalar_function(
+        "burrow_abbreviations",
+        2,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let mut found = Vec::new();
+            for i in 0..2 {
+                let text = ctx.get_raw(i).as_str().unwrap_or("");
+                for pair in super::text::abbreviations(text) {
+                    if !found.contains(&pair) {
+                        found.push(pair);
+                    }
+                }
+            }
+            Ok((!found.is_empty()).then(|| serde_json::json!(found).to_string()))
+        },
+    )
+    .map_err(|e| WorkspaceError::Database {
+        context: "registering burrow_abbreviations".into(),
+        source: e,
+    })
 }
 
 /// Switches a new database to WAL. The switch needs the database to itself and SQLite does not
@@ -629,6 +689,7 @@ mod tests {
     #[test]
     fn units_indexed_before_roles_were_stored_get_theirs() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
+        configure(&conn).unwrap();
         migrate_to(&conn, 7).unwrap();
         conn.execute("INSERT INTO repos (name, added_at) VALUES ('r', 0)", [])
             .unwrap();
@@ -679,6 +740,52 @@ mod tests {
             )
             .unwrap();
         assert_eq!(found, 6);
+    }
+
+    /// Migration 9 gives the units written before it the abbreviations they define, and the
+    /// triggers keep the table with the units after.
+    #[test]
+    fn abbreviations_are_kept_with_the_units_that_define_them() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        configure(&conn).unwrap();
+        migrate_to(&conn, 8).unwrap();
+        conn.execute_batch(
+            "INSERT INTO repos (name, added_at) VALUES ('r', 0);
+             INSERT INTO docs (repo_id, kind, source, source_id, title, body, terms)
+             VALUES (1, 'issue', 'issue', 1, 'Slow Initial Block Download (IBD)', 'text', ''),
+                    (1, 'issue', 'issue', 2, 'Nothing here (fn)', 'BOM (byte order mark)', '');",
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        let pairs = |conn: &Connection| -> Vec<(i64, String, String)> {
+            conn.prepare("SELECT doc_id, abbr, long FROM abbreviations ORDER BY doc_id, abbr")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(
+            pairs(&conn),
+            [
+                (1, "ibd".into(), "initial block download".into()),
+                (2, "bom".into(), "byte order mark".into())
+            ]
+        );
+        conn.execute_batch(
+            "DELETE FROM docs WHERE id = 1;
+             UPDATE docs SET body = 'The Graphical User Interface (GUI).' WHERE id = 2;
+             INSERT INTO docs (repo_id, kind, source, source_id, title, body, terms)
+             VALUES (1, 'issue', 'issue', 3, 'Out of memory (OOM)', '', '');",
+        )
+        .unwrap();
+        assert_eq!(
+            pairs(&conn),
+            [
+                (2, "gui".into(), "graphical user interface".into()),
+                (3, "oom".into(), "out of memory".into())
+            ]
+        );
     }
 
     #[test]

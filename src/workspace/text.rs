@@ -394,6 +394,114 @@ pub fn document_units(text: &str) -> Vec<Unit> {
     units
 }
 
+/// Common words that may stand inside a long form without a letter of its abbreviation
+/// ("Bureau of Labor Statistics (BLS)"), never at its ends.
+const LINKING_WORDS: &[&str] = &["a", "an", "and", "for", "in", "of", "on", "or", "the", "to"];
+
+/// The longest abbreviation taken, in characters.
+const ABBREVIATION_CHARS: usize = 8;
+
+/// The abbreviations a text defines, each with its long form, both lowercase, the long form's
+/// words (split as the index splits them) joined by spaces: the long form written just before
+/// the abbreviation in parentheses, "Byte-Order Mark (BOM)", or in parentheses just after it,
+/// "BOM (byte order mark)". An abbreviation is one word of 2 to 8 characters with two capitals
+/// at least (so "(fn)" or "(s)" is none; a plural "PRs" gives "pr"), spelled by the initials of
+/// the long form's words, where a linking word inside the long form may give its letter
+/// ("DoD") or not ("BLS"). Used to search for one where the other is asked for.
+pub fn abbreviations(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find('(') {
+        let open = from + at;
+        from = open + 1;
+        let Some(len) = text[from..].find([')', '(', '\n']) else {
+            break;
+        };
+        if text[from + len..].starts_with(')') {
+            let inner = text[from..from + len].trim();
+            let found =
+                long_before(&text[..open], inner).or_else(|| long_inside(&text[..open], inner));
+            if let Some(pair) = found {
+                if !out.contains(&pair) {
+                    out.push(pair);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `word` as an abbreviation, lowercase: 2 to 8 letters and digits, starting with a capital,
+/// with two capitals at least, a plural's `s` dropped.
+fn as_abbreviation(word: &str) -> Option<String> {
+    let word = match word.strip_suffix('s') {
+        Some(w) if w.chars().count() >= 2 => w,
+        _ => word,
+    };
+    let n = word.chars().count();
+    ((2..=ABBREVIATION_CHARS).contains(&n)
+        && word.chars().all(char::is_alphanumeric)
+        && word.starts_with(|c: char| c.is_uppercase())
+        && word.chars().filter(|c| c.is_uppercase()).count() >= 2)
+        .then(|| word.to_lowercase())
+}
+
+/// Whether `words` spell `abbr` by their initials, each word one letter, a linking word inside
+/// with its letter or without.
+fn spells(words: &[&str], abbr: &str) -> bool {
+    let first = |w: &&str| {
+        w.chars()
+            .next()
+            .map(|c| c.to_lowercase().collect::<String>())
+    };
+    let linking = |w: &&str| LINKING_WORDS.contains(&w.to_lowercase().as_str());
+    if words.len() < 2
+        || !words.iter().all(|w| w.starts_with(char::is_alphabetic))
+        || words.first().is_some_and(linking)
+        || words.last().is_some_and(linking)
+    {
+        return false;
+    }
+    let every: Option<String> = words.iter().map(first).collect();
+    let content: Option<String> = words.iter().filter(|w| !linking(w)).map(first).collect();
+    every.as_deref() == Some(abbr) || content.as_deref() == Some(abbr)
+}
+
+/// "Long Form (ABBR)": `inner` is the abbreviation, and the words right before the parenthesis
+/// spell it.
+fn long_before(before: &str, inner: &str) -> Option<(String, String)> {
+    let abbr = as_abbreviation(inner)?;
+    if !before.ends_with(|c: char| c.is_whitespace()) {
+        return None;
+    }
+    let words: Vec<&str> = before
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take(abbr.chars().count() + 3)
+        .collect();
+    (abbr.chars().count()..=words.len()).find_map(|n| {
+        let run: Vec<&str> = words[..n].iter().rev().copied().collect();
+        spells(&run, &abbr).then(|| (abbr.clone(), run.join(" ").to_lowercase()))
+    })
+}
+
+/// "ABBR (long form)": the word right before the parenthesis is the abbreviation, and `inner`
+/// spells it.
+fn long_inside(before: &str, inner: &str) -> Option<(String, String)> {
+    let trimmed = before.trim_end();
+    if trimmed.len() == before.len() {
+        return None;
+    }
+    let word = trimmed.rsplit(|c: char| !c.is_alphanumeric()).next()?;
+    let abbr = as_abbreviation(word)?;
+    let words: Vec<&str> = inner
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    (words.len() <= abbr.chars().count() + 3 && spells(&words, &abbr))
+        .then(|| (abbr, words.join(" ").to_lowercase()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,5 +624,45 @@ mod tests {
         assert_eq!(units[1].line, 2);
         assert_eq!(units[2].line, 7);
         assert!(units[2].text.contains("#hashtag"));
+    }
+
+    #[test]
+    fn abbreviations_are_what_the_text_defines_beside_their_long_form() {
+        let got = abbreviations(
+            "/// Skip a Byte-Order Mark (BOM) at the beginning of the file.\n\
+             A PSBT (Partially Signed Bitcoin Transaction) file; open PSBTs. \
+             The Department of Defense (DoD), the Bureau of Labor Statistics (BLS), \
+             pull requests (PRs).",
+        );
+        assert_eq!(
+            got,
+            [
+                ("bom".to_string(), "byte order mark".to_string()),
+                ("psbt".into(), "partially signed bitcoin transaction".into()),
+                ("dod".into(), "department of defense".into()),
+                ("bls".into(), "bureau of labor statistics".into()),
+                ("pr".into(), "pull requests".into()),
+            ]
+        );
+        // Not definitions: a call, a plural marker, lowercase or unspelled words in
+        // parentheses, a word that starts with a digit, parentheses that do not close.
+        for text in [
+            "let n = file_name(FN);",
+            "the file name (fn) here",
+            "one or more file(s)",
+            "Byte Order Mark (BOB)",
+            "see the Foo Bar (FB",
+            "UTF 8 Mark (U8M)",
+            "the pull request (The PR)",
+            "x (of Pull Request)",
+        ] {
+            assert_eq!(abbreviations(text), [], "{text}");
+        }
+        // Any text: unclosed and nested parentheses, letters of several bytes.
+        assert_eq!(abbreviations("(((( ) (É) ((x"), []);
+        assert_eq!(
+            abbreviations("Ωmega Ärger (ΩÄ)"),
+            [("ωä".to_string(), "ωmega ärger".to_string())]
+        );
     }
 }

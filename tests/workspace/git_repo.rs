@@ -349,6 +349,76 @@ fn a_long_file_does_not_hide_the_files_ranked_after_it() {
     assert_eq!(paths, ["src/a.rs", "src/b.rs", "src/big.rs"]);
 }
 
+/// Issue 18: people ask in words ("a byte-order mark", "initial block download") where code
+/// and trackers write the abbreviation (BOM, IBD), and the other way round. An abbreviation the
+/// workspace defines ("Byte-Order Mark (BOM)") is searched for beside its long form, both ways,
+/// and no longer once the unit that defined it is gone.
+#[test]
+fn abbreviations_the_workspace_defines_are_searched_for_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = one_commit_workspace(
+        dir.path(),
+        "enc",
+        &[
+            (
+                "src/bom.rs".into(),
+                "/// Skips a Byte-Order Mark (BOM) at the start of a file.\npub fn skip() {}\n"
+                    .into(),
+            ),
+            (
+                "src/strip.rs".into(),
+                "/// Strips the BOM before decoding.\npub fn strip() {}\n".into(),
+            ),
+            (
+                "NOTES.md".into(),
+                "# Encoding\n\nA byte order mark at the start is dropped.\n".into(),
+            ),
+            (
+                "src/name.rs".into(),
+                "pub fn file_name(fn_: u8) -> u8 { fn_ }\n// the file name (fn) here\n".into(),
+            ),
+        ],
+        "Encodings",
+    );
+    let find = |ws: &burrow::workspace::Workspace, text: &str| {
+        let page = ws
+            .search(&SearchQuery {
+                text: text.into(),
+                mode: burrow::workspace::SearchMode::Words,
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        let paths: Vec<String> = page.hits.iter().filter_map(|h| h.path.clone()).collect();
+        (paths, page.note.unwrap_or_default())
+    };
+    let (paths, note) = find(&ws, "skipping a byte-order mark");
+    assert!(paths.contains(&"src/strip.rs".to_string()), "{paths:?}");
+    assert!(note.contains("BOM for \"byte order mark\""), "{note}");
+    let (paths, note) = find(&ws, "BOM");
+    assert!(paths.contains(&"NOTES.md".to_string()), "{paths:?}");
+    assert!(note.contains("\"byte order mark\" for BOM"), "{note}");
+    // Words that follow each other in code define nothing: "file name" is not searched as FN.
+    let (paths, note) = find(&ws, "file name");
+    assert!(!note.contains("FN"), "{note}");
+    assert!(!paths.contains(&"src/strip.rs".to_string()), "{paths:?}");
+
+    // The definition removed, the abbreviation is no longer searched for.
+    let repo = dir.path().join("enc");
+    std::fs::remove_file(repo.join("src/bom.rs")).unwrap();
+    git(&repo, &["add", "-A"], "2024-01-02T10:00:00Z", BOB);
+    git(
+        &repo,
+        &["commit", "-q", "-m", "Drop the skipping"],
+        "2024-01-02T10:00:00Z",
+        BOB,
+    );
+    ws.index_repo("enc", &mut |_| {}).unwrap();
+    let (paths, note) = find(&ws, "skipping a byte-order mark");
+    assert!(!paths.contains(&"src/strip.rs".to_string()), "{paths:?}");
+    assert!(!note.contains("BOM"), "{note}");
+}
+
 /// A workspace holding one repository, `name`, of `files` committed once with `message`.
 fn one_commit_workspace(
     dir: &std::path::Path,

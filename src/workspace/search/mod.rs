@@ -22,7 +22,7 @@ use super::text::Role;
 use super::vectors::{Ask, VectorIndex};
 use super::{db_err, Workspace, WorkspaceError};
 use plan::{plan, Expr, Scope};
-use query::{words, Clause, Phrase};
+use query::{runs, words, Clause, Phrase};
 use snippet::{first_matching_line, line_snippet, needles, words_snippet, SNIPPET_WORDS};
 use sql::{rank_page, PostFilter, RawHit};
 
@@ -152,6 +152,18 @@ pub const ALL_KINDS_WEIGHT: f64 = 0.5;
 /// The weight of "linked to an issue the query finds" beside the rankings by words and by
 /// meaning, for a query asking for a pull request (tuned on the dev questions, README).
 pub const LINK_WEIGHT: f64 = 2.0;
+
+/// The abbreviations (or long forms) searched for at most for one long form (or
+/// abbreviation) of a query.
+const MAX_ABBREVIATIONS: usize = 3;
+
+/// An abbreviation (or long form) held by more than one unit in this many (and by more than
+/// `COMMON_ABBREVIATION_ROWS`) is not searched for beside the words typed
+/// (`Workspace::abbreviated`).
+const COMMON_ABBREVIATION: f64 = 10.0;
+
+/// Rows under which an abbreviation is never too common to search for.
+const COMMON_ABBREVIATION_ROWS: f64 = 1_000.0;
 
 /// The weight of the ranking of files' outlines by meaning in a search kept to code, beside
 /// the parts' rankings by words and by meaning (1 each). Chosen on the dev split (25
@@ -316,7 +328,9 @@ pub struct SearchPage {
     pub hits: Vec<SearchHit>,
     /// The offset of the next page, when there is one.
     pub next_offset: Option<usize>,
-    /// Set when the ranking was narrowed because the words match too much to rank it all.
+    /// What the search did beyond the words typed: ranked only a part of the matches (the
+    /// words match too much to rank them all), searched for abbreviations, or ranked by words
+    /// alone and why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -775,7 +789,18 @@ impl Workspace {
         limit: usize,
         note: Option<String>,
     ) -> Result<SearchPage, WorkspaceError> {
-        let needles = needles(&q.text);
+        // What the query also searched for is shown where it matched, as the words typed are.
+        let added = {
+            let conn = self.conn();
+            let mut cache = self.phrase_rows.lock().unwrap_or_else(|e| e.into_inner());
+            Self::abbreviations_for(&conn, &mut cache, &q.text)?
+        };
+        let needles = needles(
+            &std::iter::once(q.text.as_str())
+                .chain(added.iter().map(|a| a.added.as_str()))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
         let mut hits = Vec::new();
         for row in rows {
             let Ok(kind) = Kind::parse(&row.kind) else {
@@ -898,7 +923,8 @@ impl Workspace {
             }
             clauses.push(Clause { word, phrases: ps });
         }
-        let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
+        let also = Self::abbreviated(&conn, &mut cache, &q.text, &mut clauses)?;
+        let cut = join_notes(also, cut_to_rarest(&mut clauses, MAX_QUERY_WORDS));
         let post = PostFilter::from_query(q);
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
         let planned = plan(&conn, &clauses, &facets, &post, window, &mut || {
@@ -914,6 +940,114 @@ impl Workspace {
             scored: planned.scored,
             cut,
         })
+    }
+
+    /// What `text` also searches for: the abbreviations the workspace defines for long forms
+    /// it writes ("byte-order mark": BOM), and the long forms of the abbreviations it writes,
+    /// each with what was typed for it and how many rows hold it. People ask in words, and
+    /// trackers and code write the abbreviations, or the other way round.
+    fn abbreviations_for(
+        conn: &rusqlite::Connection,
+        cache: &mut plan::PhraseRows,
+        text: &str,
+    ) -> Result<Vec<Abbreviated>, WorkspaceError> {
+        let defined = cache.abbreviations(conn)?;
+        let mut out: Vec<Abbreviated> = Vec::new();
+        if defined.by_long.is_empty() {
+            return Ok(out);
+        }
+        // A word in a tenth of the units or more weighs little in the ranking (BM25's IDF),
+        // and in thousands of them it widens what is ranked: "PR" for "pull request" in a
+        // tracker (a search's time; in a small workspace nothing is common).
+        let common = (cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS);
+        let runs = runs(text);
+        let typed: Vec<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let forward = runs.iter().flat_map(|run| {
+            let abbrs = defined
+                .by_long
+                .get(run)
+                .or_else(|| defined.by_long.get(&format!("{run}s")))
+                .or_else(|| run.strip_suffix('s').and_then(|r| defined.by_long.get(r)));
+            abbrs
+                .into_iter()
+                .flatten()
+                .take(MAX_ABBREVIATIONS)
+                .map(move |a| (run, a, true))
+        });
+        let back = typed.iter().flat_map(|word| {
+            let longs = defined
+                .by_abbr
+                .get(word)
+                .or_else(|| word.strip_suffix('s').and_then(|w| defined.by_abbr.get(w)));
+            longs
+                .into_iter()
+                .flatten()
+                .take(MAX_ABBREVIATIONS)
+                .map(move |l| (word, l, false))
+        });
+        for (typed_as, added, is_abbr) in forward.chain(back) {
+            let already = if is_abbr {
+                typed.contains(added)
+            } else {
+                runs.contains(added)
+            };
+            if already || out.iter().any(|a| a.added == *added) {
+                continue;
+            }
+            let rows = cache.get(conn, added)?;
+            if rows <= common {
+                out.push(Abbreviated {
+                    typed: typed_as.clone(),
+                    added: added.clone(),
+                    rows,
+                    abbreviation: is_abbr,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds to `clauses` what the query also searches for (`abbreviations_for`), and says so.
+    fn abbreviated(
+        conn: &rusqlite::Connection,
+        cache: &mut plan::PhraseRows,
+        text: &str,
+        clauses: &mut Vec<Clause>,
+    ) -> Result<Option<String>, WorkspaceError> {
+        let added = Self::abbreviations_for(conn, cache, text)?;
+        let mut said: Vec<String> = Vec::new();
+        for a in &added {
+            if clauses.iter().any(|c| {
+                c.phrases
+                    .iter()
+                    .any(|p| p.quoted.trim_matches('"') == a.added)
+            }) {
+                continue;
+            }
+            let (word, typed) = if a.abbreviation {
+                (a.added.to_uppercase(), format!("\"{}\"", a.typed))
+            } else {
+                (format!("\"{}\"", a.added), a.typed.to_uppercase())
+            };
+            said.push(format!("{word} for {typed}"));
+            clauses.push(Clause {
+                word,
+                phrases: vec![Phrase {
+                    quoted: format!("\"{}\"", a.added),
+                    rows: a.rows,
+                }],
+            });
+        }
+        Ok((!said.is_empty()).then(|| {
+            format!(
+                "also searched for {} (abbreviations this workspace defines)",
+                said.join(", ")
+            )
+        }))
     }
 
     /// Up to `read + 1` units ranked by words from the first, for a caller that needs
@@ -970,6 +1104,18 @@ impl Workspace {
             window,
         })
     }
+}
+
+/// One thing a query also searches for (`Workspace::abbreviations_for`).
+struct Abbreviated {
+    /// What was typed for it: a long form, or an abbreviation, lowercase.
+    typed: String,
+    /// What is searched for as well: the abbreviation, or the long form.
+    added: String,
+    /// How many rows hold `added`.
+    rows: f64,
+    /// Whether `added` is the abbreviation (of a long form typed).
+    abbreviation: bool,
 }
 
 /// Units read by words, with what the ranking's note needs.

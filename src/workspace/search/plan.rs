@@ -143,7 +143,22 @@ pub(crate) struct PhraseRows {
     facets: HashMap<String, Arc<HashSet<i64>>>,
     /// How many units the index holds.
     units: Option<f64>,
+    /// The abbreviations the units define.
+    abbreviations: Option<Arc<Abbreviations>>,
 }
+
+/// The abbreviations the workspace's units define (`text::abbreviations`), both ways.
+#[derive(Debug, Default)]
+pub(super) struct Abbreviations {
+    /// A long form's abbreviations.
+    pub(super) by_long: HashMap<String, Vec<String>>,
+    /// An abbreviation's long forms, the most often defined first.
+    pub(super) by_abbr: HashMap<String, Vec<String>>,
+}
+
+/// The definitions read at most (distinct pairs, the most often written first), so that a
+/// workspace full of them costs a bounded load per change.
+const ABBREVIATIONS_READ: usize = 50_000;
 
 /// Phrases remembered at most; past that the cache starts again.
 const PHRASE_CACHE: usize = 4096;
@@ -159,6 +174,7 @@ impl PhraseRows {
             self.rows.clear();
             self.facets.clear();
             self.units = None;
+            self.abbreviations = None;
             self.stamp = stamp;
         }
         Ok(())
@@ -177,6 +193,52 @@ impl PhraseRows {
         let rows = Arc::new(super::sql::facet_rows(conn, token)?);
         self.facets.insert(token.to_string(), Arc::clone(&rows));
         Ok(rows)
+    }
+
+    /// The abbreviations the units define, read once per change to the units. A pair is
+    /// taken only as the indexer writes it (lowercase letters and digits, words joined by
+    /// spaces): the table is the workspace's, but what goes into a query must be plain words.
+    pub(super) fn abbreviations(
+        &mut self,
+        conn: &Connection,
+    ) -> Result<Arc<Abbreviations>, WorkspaceError> {
+        self.check(conn)?;
+        if let Some(a) = &self.abbreviations {
+            return Ok(Arc::clone(a));
+        }
+        let plain = |s: &str| {
+            !s.is_empty()
+                && !s.starts_with(' ')
+                && !s.ends_with(' ')
+                && !s.contains("  ")
+                && s.chars()
+                    .all(|c| c == ' ' || (c.is_alphanumeric() && !c.is_uppercase()))
+        };
+        let mut a = Abbreviations::default();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT abbr, long FROM abbreviations GROUP BY abbr, long \
+                 ORDER BY count(*) DESC, abbr, long LIMIT ?1",
+            )
+            .map_err(db_err("reading the abbreviations"))?;
+        let rows = st
+            .query_map([ABBREVIATIONS_READ as i64], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })
+            .map_err(db_err("reading the abbreviations"))?;
+        for row in rows {
+            let (abbr, long) = row.map_err(db_err("reading the abbreviations"))?;
+            if plain(&abbr) && !abbr.contains(' ') && plain(&long) {
+                a.by_long
+                    .entry(long.clone())
+                    .or_default()
+                    .push(abbr.clone());
+                a.by_abbr.entry(abbr).or_default().push(long);
+            }
+        }
+        let a = Arc::new(a);
+        self.abbreviations = Some(Arc::clone(&a));
+        Ok(a)
     }
 
     /// How many units the index holds.

@@ -54,6 +54,31 @@ pub(super) fn words(text: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// The most words a long form is looked up with: an abbreviation's 8 letters and three
+/// linking words (`text::abbreviations`).
+const MAX_RUN_WORDS: usize = 11;
+
+/// The runs of 2 to 11 consecutive words of what the user typed, lowercase, joined by spaces:
+/// where a long form the workspace abbreviates may be. Words are split as the index splits
+/// them.
+pub(super) fn runs(text: &str) -> Vec<String> {
+    let tokens: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let mut out = Vec::new();
+    for start in 0..tokens.len() {
+        for len in 2..=MAX_RUN_WORDS {
+            match tokens.get(start..start + len) {
+                Some(run) => out.push(run.join(" ")),
+                None => break,
+            }
+        }
+    }
+    out
+}
+
 /// What the user typed as an FTS5 expression: its words OR-ed, so that BM25 ranks the units
 /// that match more of them first.
 pub fn fts_expression(text: &str) -> Option<String> {
@@ -115,6 +140,39 @@ mod tests {
             r#""not" OR "b""#
         );
         assert_eq!(fts_expression("the of ..."), None);
+    }
+
+    #[test]
+    fn runs_are_the_words_a_long_form_may_be() {
+        let got = runs("A UTF-8 byte-order mark.");
+        assert_eq!(
+            got,
+            [
+                "a utf",
+                "a utf 8",
+                "a utf 8 byte",
+                "a utf 8 byte order",
+                "a utf 8 byte order mark",
+                "utf 8",
+                "utf 8 byte",
+                "utf 8 byte order",
+                "utf 8 byte order mark",
+                "8 byte",
+                "8 byte order",
+                "8 byte order mark",
+                "byte order",
+                "byte order mark",
+                "order mark",
+            ]
+        );
+        assert!(runs("one").is_empty());
+        assert_eq!(
+            runs(&"w ".repeat(20))
+                .iter()
+                .map(|r| r.split(' ').count())
+                .max(),
+            Some(11)
+        );
     }
 
     #[test]
