@@ -431,13 +431,17 @@ fn register_abbreviations(conn: &Connection) -> Result<(), WorkspaceError> {
     conn.create_scalar_function(
         "burrow_abbreviations",
         2,
-        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        // Innocuous: no side effects, so the triggers run it under `trusted_schema = OFF` too.
+        FunctionFlags::SQLITE_UTF8
+            | FunctionFlags::SQLITE_DETERMINISTIC
+            | FunctionFlags::SQLITE_INNOCUOUS,
         |ctx| {
             let mut found = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for i in 0..2 {
                 let text = ctx.get_raw(i).as_str().unwrap_or("");
                 for pair in super::text::abbreviations(text) {
-                    if !found.contains(&pair) {
+                    if seen.insert(pair.clone()) {
                         found.push(pair);
                     }
                 }

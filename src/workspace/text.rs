@@ -401,15 +401,20 @@ const LINKING_WORDS: &[&str] = &["a", "an", "and", "for", "in", "of", "on", "or"
 /// The longest abbreviation taken, in characters.
 const ABBREVIATION_CHARS: usize = 8;
 
+/// The longest word of a long form, in bytes: no word of a definition is longer, and a long
+/// form goes into queries.
+const LONG_FORM_WORD_CHARS: usize = 40;
+
 /// The abbreviations a text defines, each with its long form, both lowercase, the long form's
 /// words (split as the index splits them) joined by spaces: the long form written just before
 /// the abbreviation in parentheses, "Byte-Order Mark (BOM)", or in parentheses just after it,
 /// "BOM (byte order mark)". An abbreviation is one word of 2 to 8 characters with two capitals
 /// at least (so "(fn)" or "(s)" is none; a plural "PRs" gives "pr"), spelled by the initials of
-/// the long form's words, where a linking word inside the long form may give its letter
-/// ("DoD") or not ("BLS"). Used to search for one where the other is asked for.
+/// the long form's words, where the linking words inside the long form all give their letter
+/// ("DoD") or none does ("BLS"). Used to search for one where the other is asked for.
 pub fn abbreviations(text: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let mut from = 0;
     while let Some(at) = text[from..].find('(') {
         let open = from + at;
@@ -422,7 +427,7 @@ pub fn abbreviations(text: &str) -> Vec<(String, String)> {
             let found =
                 long_before(&text[..open], inner).or_else(|| long_inside(&text[..open], inner));
             if let Some(pair) = found {
-                if !out.contains(&pair) {
+                if seen.insert(pair.clone()) {
                     out.push(pair);
                 }
             }
@@ -446,8 +451,9 @@ fn as_abbreviation(word: &str) -> Option<String> {
         .then(|| word.to_lowercase())
 }
 
-/// Whether `words` spell `abbr` by their initials, each word one letter, a linking word inside
-/// with its letter or without.
+/// Whether `words` spell `abbr` by their initials, each word one letter, the linking words
+/// inside all with their letter or none. A word longer than `LONG_FORM_WORD_CHARS` is no
+/// word of a long form.
 fn spells(words: &[&str], abbr: &str) -> bool {
     let first = |w: &&str| {
         w.chars()
@@ -456,7 +462,9 @@ fn spells(words: &[&str], abbr: &str) -> bool {
     };
     let linking = |w: &&str| LINKING_WORDS.contains(&w.to_lowercase().as_str());
     if words.len() < 2
-        || !words.iter().all(|w| w.starts_with(char::is_alphabetic))
+        || !words
+            .iter()
+            .all(|w| w.starts_with(char::is_alphabetic) && w.len() <= LONG_FORM_WORD_CHARS)
         || words.first().is_some_and(linking)
         || words.last().is_some_and(linking)
     {

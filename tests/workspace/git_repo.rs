@@ -398,6 +398,16 @@ fn abbreviations_the_workspace_defines_are_searched_for_both_ways() {
     let (paths, note) = find(&ws, "BOM");
     assert!(paths.contains(&"NOTES.md".to_string()), "{paths:?}");
     assert!(note.contains("\"byte order mark\" for BOM"), "{note}");
+    // A long query is cut to its rarest words as typed; what is added for them comes after,
+    // and neither displaces a typed word nor counts as one.
+    let long: Vec<String> = (0..40).map(|i| format!("w{i}x")).collect();
+    let (_, note) = find(&ws, &format!("{} byte order mark", long.join(" ")));
+    assert!(note.contains("the query has 43 words"), "{note}");
+    assert!(note.contains("BOM for \"byte order mark\""), "{note}");
+    assert!(
+        !note.contains("rarest (BOM") && !note.contains(", BOM)"),
+        "{note}"
+    );
     // Words that follow each other in code define nothing: "file name" is not searched as FN.
     let (paths, note) = find(&ws, "file name");
     assert!(!note.contains("FN"), "{note}");

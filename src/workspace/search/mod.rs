@@ -13,7 +13,7 @@ pub(crate) mod query;
 mod snippet;
 mod sql;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -156,6 +156,9 @@ pub const LINK_WEIGHT: f64 = 2.0;
 /// The abbreviations (or long forms) searched for at most for one long form (or
 /// abbreviation) of a query.
 const MAX_ABBREVIATIONS: usize = 3;
+
+/// The abbreviations and long forms searched for at most for one query.
+const MAX_ADDED: usize = 8;
 
 /// An abbreviation (or long form) held by more than one unit in this many (and by more than
 /// `COMMON_ABBREVIATION_ROWS`) is not searched for beside the words typed
@@ -923,8 +926,10 @@ impl Workspace {
             }
             clauses.push(Clause { word, phrases: ps });
         }
+        // Cut to the words typed first: what is added for them never displaces one.
+        let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
         let also = Self::abbreviated(&conn, &mut cache, &q.text, &mut clauses)?;
-        let cut = join_notes(also, cut_to_rarest(&mut clauses, MAX_QUERY_WORDS));
+        let cut = join_notes(also, cut);
         let post = PostFilter::from_query(q);
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
         let planned = plan(&conn, &clauses, &facets, &post, window, &mut || {
@@ -960,12 +965,22 @@ impl Workspace {
         // and in thousands of them it widens what is ranked: "PR" for "pull request" in a
         // tracker (a search's time; in a small workspace nothing is common).
         let common = (cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS);
-        let runs = runs(text);
-        let typed: Vec<String> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
+        // Each distinct once, and looked up in sets: a query that repeats a word thousands of
+        // times costs what its distinct words and runs cost.
+        let mut seen = HashSet::new();
+        let runs: Vec<String> = runs(text)
+            .into_iter()
+            .filter(|r| seen.insert(r.clone()))
             .collect();
+        let mut typed: Vec<String> = Vec::new();
+        for w in text.split(|c: char| !c.is_alphanumeric()) {
+            let w = w.to_lowercase();
+            if !w.is_empty() && seen.insert(w.clone()) {
+                typed.push(w);
+            }
+        }
+        let typed_set: HashSet<&String> = typed.iter().collect();
+        let runs_set: HashSet<&String> = runs.iter().collect();
         let forward = runs.iter().flat_map(|run| {
             let abbrs = defined
                 .by_long
@@ -989,14 +1004,18 @@ impl Workspace {
                 .take(MAX_ABBREVIATIONS)
                 .map(move |l| (word, l, false))
         });
+        let mut tried: HashSet<&String> = HashSet::new();
         for (typed_as, added, is_abbr) in forward.chain(back) {
             let already = if is_abbr {
-                typed.contains(added)
+                typed_set.contains(added)
             } else {
-                runs.contains(added)
+                runs_set.contains(added)
             };
-            if already || out.iter().any(|a| a.added == *added) {
+            if already || !tried.insert(added) {
                 continue;
+            }
+            if out.len() == MAX_ADDED {
+                break;
             }
             let rows = cache.get(conn, added)?;
             if rows <= common {
@@ -1151,7 +1170,7 @@ struct WordsPlan {
     scope: Scope,
     /// Every match, scored, where planning had to walk them (`Planned::scored`).
     scored: Option<Vec<(i64, f64)>>,
-    /// Set when the query was cut to its rarest words.
+    /// Set when the query was cut to its rarest words, or searched for abbreviations too.
     cut: Option<String>,
 }
 

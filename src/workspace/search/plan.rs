@@ -195,9 +195,10 @@ impl PhraseRows {
         Ok(rows)
     }
 
-    /// The abbreviations the units define, read once per change to the units. A pair is
-    /// taken only as the indexer writes it (lowercase letters and digits, words joined by
-    /// spaces): the table is the workspace's, but what goes into a query must be plain words.
+    /// The abbreviations the units define, read again after a change to the units (or when
+    /// the cache starts again). A pair is taken only as the indexer writes it (letters and
+    /// digits without capitals, words joined by single spaces): the table is the workspace's,
+    /// but what goes into a query must be plain words.
     pub(super) fn abbreviations(
         &mut self,
         conn: &Connection,

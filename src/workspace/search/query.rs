@@ -58,13 +58,18 @@ pub(super) fn words(text: &str) -> Vec<(String, Vec<String>)> {
 /// linking words (`text::abbreviations`).
 const MAX_RUN_WORDS: usize = 11;
 
-/// The runs of 2 to 11 consecutive words of what the user typed, lowercase, joined by spaces:
-/// where a long form the workspace abbreviates may be. Words are split as the index splits
-/// them.
+/// The words of a query its runs are taken from at most: a question is far shorter, and a
+/// pasted page costs no more than this.
+const MAX_RUN_TOKENS: usize = 1_000;
+
+/// The runs of 2 to 11 consecutive words of what the user typed (its first 1,000 words),
+/// lowercase, joined by spaces: where a long form the workspace abbreviates may be. Words are
+/// split as the index splits them.
 pub(super) fn runs(text: &str) -> Vec<String> {
     let tokens: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|t| !t.is_empty())
+        .take(MAX_RUN_TOKENS)
         .map(str::to_lowercase)
         .collect();
     let mut out = Vec::new();
