@@ -66,27 +66,44 @@ pub fn calculate(data: &[u8]) {
 }
 
 /// What a user or a model types into search, as the FTS5 expression it becomes: SQLite must
-/// accept it whatever was typed (query syntax in the input is text).
+/// accept it whatever was typed (query syntax in the input is text). The same text read as a
+/// unit's for the abbreviations it defines: each pair is plain words, which a search quotes as
+/// FTS5 phrases that SQLite must accept too.
 pub fn search_query(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let Some(expr) = crate::workspace::search::query::fts_expression(text) else {
         return;
     };
     thread_local! {
         static DB: Option<rusqlite::Connection> = crate::workspace::db::open_in_memory().ok();
     }
-    DB.with(|db| {
-        if let Some(db) = db {
-            let run = db.query_row(
-                "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?1",
-                [&expr],
-                |r| r.get::<_, i64>(0),
-            );
-            if let Err(e) = run {
-                panic!("{text:?} became {expr:?}, which FTS5 refuses: {e}");
+    let accepted = |expr: &str| {
+        DB.with(|db| match db {
+            Some(db) => db
+                .query_row(
+                    "SELECT count(*) FROM docs_fts WHERE docs_fts MATCH ?1",
+                    [expr],
+                    |r| r.get::<_, i64>(0),
+                )
+                .err(),
+            None => None,
+        })
+    };
+    for (abbr, long) in crate::workspace::text::abbreviations(text) {
+        use crate::workspace::text::is_plain_words;
+        assert!(
+            is_plain_words(&abbr) && !abbr.contains(' ') && is_plain_words(&long),
+            "{text:?} defined {abbr:?} as {long:?}"
+        );
+        for phrase in [abbr, long] {
+            if let Some(e) = accepted(&format!("\"{phrase}\"")) {
+                panic!("{text:?} defined {phrase:?}, which FTS5 refuses as a phrase: {e}");
             }
         }
-    });
+    }
+    let Some(expr) = crate::workspace::search::query::fts_expression(text) else {
+        return;
+    };
+    if let Some(e) = accepted(&expr) {
+        panic!("{text:?} became {expr:?}, which FTS5 refuses: {e}");
+    }
 }

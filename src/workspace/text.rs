@@ -426,7 +426,12 @@ pub fn abbreviations(text: &str) -> Vec<(String, String)> {
             let inner = text[from..from + len].trim();
             let found =
                 long_before(&text[..open], inner).or_else(|| long_inside(&text[..open], inner));
-            if let Some(pair) = found {
+            // Lowercasing can give what is no letter ("İ" is "i" and a combining dot): such a
+            // pair could not go into a query, so it is not recorded.
+            let plain = |(a, l): &(String, String)| {
+                is_plain_words(a) && !a.contains(' ') && is_plain_words(l)
+            };
+            if let Some(pair) = found.filter(plain) {
                 if seen.insert(pair.clone()) {
                     out.push(pair);
                 }
@@ -434,6 +439,18 @@ pub fn abbreviations(text: &str) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// Whether `s` is words as `abbreviations` writes them: letters and digits without capitals,
+/// words joined by single spaces. What goes into a search's query from the workspace's table
+/// of abbreviations must be (it is quoted as an FTS5 phrase, and nothing in it may be syntax).
+pub fn is_plain_words(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with(' ')
+        && !s.ends_with(' ')
+        && !s.contains("  ")
+        && s.chars()
+            .all(|c| c == ' ' || (c.is_alphanumeric() && !c.is_uppercase()))
 }
 
 /// `word` as an abbreviation, lowercase: 2 to 8 letters and digits, starting with a capital,
@@ -666,6 +683,8 @@ mod tests {
         ] {
             assert_eq!(abbreviations(text), [], "{text}");
         }
+        // Lowercased, a dotted capital I is an i and a combining dot, no letter: no pair.
+        assert_eq!(abbreviations("İBB (İstanbul Big Bridge)"), []);
         // Any text: unclosed and nested parentheses, letters of several bytes.
         assert_eq!(abbreviations("(((( ) (É) ((x"), []);
         assert_eq!(

@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::query::{group, Clause, Phrase};
 use super::sql::{count_upto, score_upto, PostFilter};
 use crate::workspace::rank;
+use crate::workspace::text::is_plain_words;
 use crate::workspace::{db_err, WorkspaceError};
 
 /// How many matching rows one search ranks at most. Ranking costs about a microsecond and a
@@ -207,14 +208,6 @@ impl PhraseRows {
         if let Some(a) = &self.abbreviations {
             return Ok(Arc::clone(a));
         }
-        let plain = |s: &str| {
-            !s.is_empty()
-                && !s.starts_with(' ')
-                && !s.ends_with(' ')
-                && !s.contains("  ")
-                && s.chars()
-                    .all(|c| c == ' ' || (c.is_alphanumeric() && !c.is_uppercase()))
-        };
         let mut a = Abbreviations::default();
         let mut st = conn
             .prepare_cached(
@@ -229,7 +222,7 @@ impl PhraseRows {
             .map_err(db_err("reading the abbreviations"))?;
         for row in rows {
             let (abbr, long) = row.map_err(db_err("reading the abbreviations"))?;
-            if plain(&abbr) && !abbr.contains(' ') && plain(&long) {
+            if is_plain_words(&abbr) && !abbr.contains(' ') && is_plain_words(&long) {
                 a.by_long
                     .entry(long.clone())
                     .or_default()
