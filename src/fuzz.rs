@@ -89,9 +89,8 @@ pub fn search_query(data: &[u8]) {
         })
     };
     for (abbr, long) in crate::workspace::text::abbreviations(text) {
-        use crate::workspace::text::is_plain_words;
         assert!(
-            is_plain_words(&abbr) && !abbr.contains(' ') && is_plain_words(&long),
+            crate::workspace::text::is_plain_definition(&abbr, &long),
             "{text:?} defined {abbr:?} as {long:?}"
         );
         for phrase in [abbr, long] {

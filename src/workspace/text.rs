@@ -428,10 +428,7 @@ pub fn abbreviations(text: &str) -> Vec<(String, String)> {
                 long_before(&text[..open], inner).or_else(|| long_inside(&text[..open], inner));
             // Lowercasing can give what is no letter ("İ" is "i" and a combining dot): such a
             // pair could not go into a query, so it is not recorded.
-            let plain = |(a, l): &(String, String)| {
-                is_plain_words(a) && !a.contains(' ') && is_plain_words(l)
-            };
-            if let Some(pair) = found.filter(plain) {
+            if let Some(pair) = found.filter(|(a, l)| is_plain_definition(a, l)) {
                 if seen.insert(pair.clone()) {
                     out.push(pair);
                 }
@@ -441,16 +438,20 @@ pub fn abbreviations(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Whether `s` is words as `abbreviations` writes them: letters and digits without capitals,
-/// words joined by single spaces. What goes into a search's query from the workspace's table
-/// of abbreviations must be (it is quoted as an FTS5 phrase, and nothing in it may be syntax).
-pub fn is_plain_words(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with(' ')
-        && !s.ends_with(' ')
-        && !s.contains("  ")
-        && s.chars()
-            .all(|c| c == ' ' || (c.is_alphanumeric() && !c.is_uppercase()))
+/// Whether `abbr` and `long` are a definition as `abbreviations` writes it: letters and
+/// digits without capitals, `abbr` one word, `long` words joined by single spaces. What goes
+/// into a search's query from the workspace's table of abbreviations must be (each is quoted
+/// as an FTS5 phrase, and nothing in it may be syntax).
+pub fn is_plain_definition(abbr: &str, long: &str) -> bool {
+    let plain = |s: &str| {
+        !s.is_empty()
+            && !s.starts_with(' ')
+            && !s.ends_with(' ')
+            && !s.contains("  ")
+            && s.chars()
+                .all(|c| c == ' ' || (c.is_alphanumeric() && !c.is_uppercase()))
+    };
+    plain(abbr) && !abbr.contains(' ') && plain(long)
 }
 
 /// `word` as an abbreviation, lowercase: 2 to 8 letters and digits, starting with a capital,

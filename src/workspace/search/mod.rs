@@ -22,7 +22,7 @@ use super::text::Role;
 use super::vectors::{Ask, VectorIndex};
 use super::{db_err, Workspace, WorkspaceError};
 use plan::{plan, Expr, Scope};
-use query::{runs, words, Clause, Phrase};
+use query::{runs, tokens, words, Clause, Phrase};
 use snippet::{first_matching_line, line_snippet, needles, words_snippet, SNIPPET_WORDS};
 use sql::{rank_page, PostFilter, RawHit};
 
@@ -972,13 +972,7 @@ impl Workspace {
             .into_iter()
             .filter(|r| seen.insert(r.clone()))
             .collect();
-        let mut typed: Vec<String> = Vec::new();
-        for w in text.split(|c: char| !c.is_alphanumeric()) {
-            let w = w.to_lowercase();
-            if !w.is_empty() && seen.insert(w.clone()) {
-                typed.push(w);
-            }
-        }
+        let typed: Vec<String> = tokens(text).filter(|w| seen.insert(w.clone())).collect();
         let typed_set: HashSet<&String> = typed.iter().collect();
         let runs_set: HashSet<&String> = runs.iter().collect();
         let forward = runs.iter().flat_map(|run| {

@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::query::{group, Clause, Phrase};
 use super::sql::{count_upto, score_upto, PostFilter};
 use crate::workspace::rank;
-use crate::workspace::text::is_plain_words;
+use crate::workspace::text::is_plain_definition;
 use crate::workspace::{db_err, WorkspaceError};
 
 /// How many matching rows one search ranks at most. Ranking costs about a microsecond and a
@@ -222,7 +222,7 @@ impl PhraseRows {
             .map_err(db_err("reading the abbreviations"))?;
         for row in rows {
             let (abbr, long) = row.map_err(db_err("reading the abbreviations"))?;
-            if is_plain_words(&abbr) && !abbr.contains(' ') && is_plain_words(&long) {
+            if is_plain_definition(&abbr, &long) {
                 a.by_long
                     .entry(long.clone())
                     .or_default()

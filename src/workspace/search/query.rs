@@ -58,6 +58,14 @@ pub(super) fn words(text: &str) -> Vec<(String, Vec<String>)> {
 /// linking words (`text::abbreviations`).
 const MAX_RUN_WORDS: usize = 11;
 
+/// The words of `text` as the index splits them (at every character that is not a letter or
+/// digit), lowercase: what a long form or an abbreviation in a query is made of.
+pub(super) fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase)
+}
+
 /// The words of a query its runs are taken from at most: a question is far shorter, and a
 /// pasted page costs no more than this.
 const MAX_RUN_TOKENS: usize = 1_000;
@@ -66,12 +74,7 @@ const MAX_RUN_TOKENS: usize = 1_000;
 /// lowercase, joined by spaces: where a long form the workspace abbreviates may be. Words are
 /// split as the index splits them.
 pub(super) fn runs(text: &str) -> Vec<String> {
-    let tokens: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .take(MAX_RUN_TOKENS)
-        .map(str::to_lowercase)
-        .collect();
+    let tokens: Vec<String> = tokens(text).take(MAX_RUN_TOKENS).collect();
     let mut out = Vec::new();
     for start in 0..tokens.len() {
         for len in 2..=MAX_RUN_WORDS {
