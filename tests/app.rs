@@ -586,3 +586,70 @@ fn an_embedding_pass_waits_while_a_run_is_in_progress() {
     );
     assert_eq!(embedded.load(Ordering::SeqCst), report.embedded);
 }
+
+/// The desktop app had no search box: the user could search only through the agent. The box's
+/// search ranks as `burrow search` does, shows where each result is and what it opens, and says
+/// when it ranked by words alone, and why.
+#[test]
+fn the_search_box_finds_items_and_says_how_it_ranked() {
+    use burrow::app::search::{search, SearchRequest};
+    use burrow::tools::Locator;
+    use burrow::workspace::{Kind, SearchMode};
+    let f = fixture();
+    add(&f);
+    let ask = |text: &str, mode: SearchMode| SearchRequest {
+        text: text.into(),
+        kinds: vec![Kind::Code],
+        mode,
+        ..Default::default()
+    };
+    let page = f
+        .app
+        .search(&ask("wallet file", SearchMode::Words))
+        .unwrap();
+    assert_eq!(page.results.len(), 1, "{page:?}");
+    let hit = &page.results[0];
+    assert_eq!(hit.location, "src/lib.rs:1");
+    assert!(
+        matches!(&hit.item, Some(Locator::File { path, .. }) if path == "src/lib.rs"),
+        "{hit:?}"
+    );
+    assert_eq!(page.note, None);
+
+    // No vectors yet: hybrid ranks by words and says so; meaning alone cannot, and says why.
+    let page = f.app.search(&ask("wallet", SearchMode::Hybrid)).unwrap();
+    assert_eq!(page.results.len(), 1, "{page:?}");
+    let note = page.note.unwrap_or_default();
+    assert!(
+        note.starts_with("ranked by words only: no vectors yet"),
+        "{note}"
+    );
+    let err = f
+        .app
+        .search(&ask("wallet", SearchMode::Meaning))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("cannot search by meaning: no vectors yet"),
+        "{err}"
+    );
+
+    // With vectors and the model that made them, "purse" (in no file) is found by meaning,
+    // and the page says nothing of words.
+    f.app
+        .embed_with(Arc::new(Purse), &mut Purse, &mut |_| {})
+        .unwrap();
+    let query = ask("purse", SearchMode::Hybrid).query().unwrap();
+    let page = search(f.app.workspace(), &query, None).unwrap();
+    assert_eq!(
+        page.hits.first().and_then(|h| h.path.as_deref()),
+        Some("src/lib.rs")
+    );
+    assert_eq!(page.note, None);
+    // A reason the caller could not load its model is the page's note.
+    let page = search(f.app.workspace(), &query, Some("the model is gone".into())).unwrap();
+    assert_eq!(
+        page.note.as_deref(),
+        Some("ranked by words only: the model is gone")
+    );
+}

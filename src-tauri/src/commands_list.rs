@@ -20,6 +20,7 @@ pub const COMMANDS: &[&str] = &[
     "list_runs",
     "get_run",
     "open_item",
+    "search",
     "get_settings",
     "set_settings",
     "list_remotes",

@@ -13,6 +13,7 @@ use burrow::agent::protocol::PROTOCOLS;
 use burrow::agent::record::RunRecord;
 use burrow::agent::RunOutcome;
 use burrow::app::models::RemoteStatus;
+use burrow::app::search::{SearchRequest, ShownPage};
 use burrow::app::stream::{self, Coalesce};
 use burrow::app::{
     App, AppError, AppEvent, CatalogueModel, ModelStatus, RunTask, ServeStatus, Settings,
@@ -354,6 +355,12 @@ async fn open_item(shell: State<'_, Shell>, item: Locator) -> CommandResult<Stri
     blocking(&shell.app, move |app| app.open_item(&item)).await
 }
 
+/// The search box: a page of results for what the user typed.
+#[tauri::command]
+async fn search(shell: State<'_, Shell>, request: SearchRequest) -> CommandResult<ShownPage> {
+    blocking(&shell.app, move |app| app.search(&request)).await
+}
+
 #[tauri::command]
 fn get_settings(shell: State<'_, Shell>) -> Settings {
     shell.app.settings()
@@ -444,6 +451,7 @@ pub fn builder<R: Runtime>(builder: tauri::Builder<R>, shell: Shell) -> tauri::B
             list_runs,
             get_run,
             open_item,
+            search,
             get_settings,
             set_settings,
             list_remotes,

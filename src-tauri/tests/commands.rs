@@ -584,6 +584,70 @@ fn open_item_reads_a_linked_file_through_the_confined_tools() {
     assert!(err["message"].as_str().unwrap().contains("#99"), "{err}");
 }
 
+/// The search box (the desktop app had none: the user could search only through the agent).
+#[test]
+fn the_search_box_finds_what_the_workspace_holds_and_refuses_a_bad_date_by_name() {
+    let f = fixture();
+    f.invoke(
+        "add_repository",
+        json!({"path": f.project, "onEvent": "__CHANNEL__:52"}),
+    )
+    .unwrap();
+    let page = f
+        .invoke(
+            "search",
+            json!({"request": {"text": "wallet file", "kinds": ["code"], "mode": "words"}}),
+        )
+        .unwrap();
+    let hits = page["results"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{page}");
+    assert_eq!(hits[0]["kind"], "code");
+    assert_eq!(hits[0]["location"], "src/lib.rs:1");
+    assert!(
+        hits[0]["snippet"].as_str().unwrap().contains("«wallet»"),
+        "{page}"
+    );
+    // What the result opens is what open_item reads.
+    let text = f
+        .invoke("open_item", json!({"item": hits[0]["item"]}))
+        .unwrap();
+    assert!(
+        text.as_str().unwrap().contains("pub fn parse_wallet"),
+        "{text}"
+    );
+    // No vectors: a hybrid search ranks by words and says so, rather than failing.
+    let page = f
+        .invoke("search", json!({"request": {"text": "wallet parser"}}))
+        .unwrap();
+    assert!(!page["results"].as_array().unwrap().is_empty(), "{page}");
+    assert!(
+        page["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("ranked by words only"),
+        "{page}"
+    );
+    let err = f
+        .invoke(
+            "search",
+            json!({"request": {"text": "wallet", "since": "yesterday"}}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "workspace");
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("since") && message.contains("yesterday"),
+        "{err}"
+    );
+    let err = f
+        .invoke("search", json!({"request": {"text": "  "}}))
+        .unwrap_err();
+    assert!(
+        err["message"].as_str().unwrap().contains("no words"),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_catalogue_is_listed_and_a_fetch_failure_reaches_the_page() {
     let f = fixture();

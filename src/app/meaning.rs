@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use super::AppError;
 use crate::config::BurrowHome;
 use crate::llm::embed::{EmbedError, EmbeddingModel, DEFAULT_BATCH_TOKENS};
-use crate::workspace::{Embedder, QueryEmbedder, SearchMode, Workspace, MAX_EMBED_TOKENS};
+use crate::workspace::{Embedder, QueryEmbedder, Workspace, MAX_EMBED_TOKENS};
 
 /// The embedding model as the workspace sees it.
 pub struct ModelEmbedder {
@@ -195,17 +195,6 @@ fn serve_queries(model: &EmbeddingModel, queue: mpsc::Receiver<QueryJob>) {
         }
         let _ = reply.send(result);
     }
-}
-
-/// Where a `mode` search ranks by words only because the workspace cannot rank by meaning
-/// now, the note that says why (a search by meaning fails with the same reason).
-pub fn words_only_note(ws: &Workspace, mode: SearchMode) -> Result<Option<String>, AppError> {
-    if mode != SearchMode::Hybrid {
-        return Ok(None);
-    }
-    Ok(ws
-        .meaning_unavailable()?
-        .map(|why| format!("ranked by words only: {why}")))
 }
 
 /// Loads the embedding model for searches, when the workspace has vectors of it to compare

@@ -9,6 +9,7 @@ pub mod eval_search;
 pub mod mcp;
 pub mod meaning;
 pub mod models;
+pub mod search;
 pub mod serve;
 pub mod settings;
 pub mod stream;

@@ -8,11 +8,10 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use burrow::app::meaning::{attach_for_search, words_only_note, ModelEmbedder};
+use burrow::app::meaning::{attach_for_search, ModelEmbedder};
+use burrow::app::search::SearchRequest;
 use burrow::config::BurrowHome;
-use burrow::workspace::{
-    IndexEvent, IndexPhase, IndexReport, Kind, SearchMode, SearchQuery, Workspace,
-};
+use burrow::workspace::{IndexEvent, IndexPhase, IndexReport, Kind, SearchMode, Workspace};
 
 #[derive(Subcommand)]
 pub enum WorkspaceCommand {
@@ -305,14 +304,6 @@ fn print_reports(reports: &[IndexReport], json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn parse_date(flag: &str, s: &str) -> Result<i64> {
-    let d = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d")
-        .with_context(|| format!("{flag} {s:?}: expected a date as YYYY-MM-DD"))?;
-    Ok(d.and_hms_opt(0, 0, 0)
-        .map(|t| t.and_utc().timestamp())
-        .unwrap_or(0))
-}
-
 pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
     let ws = Workspace::open(home)?;
     let kinds = args
@@ -320,7 +311,7 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         .iter()
         .map(|k| Kind::parse(k))
         .collect::<Result<Vec<_>, _>>()?;
-    let query = SearchQuery {
+    let request = SearchRequest {
         text: args.query.clone(),
         kinds,
         repo: args.repo,
@@ -328,21 +319,13 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         label: args.label,
         author: args.author,
         path: args.path,
-        since: args
-            .since
-            .as_deref()
-            .map(|d| parse_date("--since", d))
-            .transpose()?,
-        until: args
-            .until
-            .as_deref()
-            .map(|d| parse_date("--until", d))
-            .transpose()?,
-        limit: args.limit,
+        since: args.since,
+        until: args.until,
+        limit: Some(args.limit),
         offset: args.offset,
         mode: SearchMode::parse(&args.mode)?,
-        ..Default::default()
     };
+    let query = request.query()?;
     if query.mode != SearchMode::Words {
         attach_for_search(
             home,
@@ -351,14 +334,7 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
             super::embed::default_threads(),
         )?;
     }
-    let words_only = words_only_note(&ws, query.mode)?;
-    let mut page = ws.search(&query)?;
-    if let Some(why) = words_only {
-        page.note = Some(match page.note {
-            Some(n) => format!("{why}; {n}"),
-            None => why,
-        });
-    }
+    let page = burrow::app::search::search(&ws, &query, None)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page.hits)?);
         return Ok(ExitCode::SUCCESS);
@@ -368,17 +344,10 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for (i, h) in page.hits.iter().enumerate() {
-        let linked = if h.linked.is_empty() {
-            String::new()
-        } else {
-            let numbers: Vec<String> = h.linked.iter().map(|n| format!("#{n}")).collect();
-            let how = if h.kind == Kind::Pr {
-                "fixes"
-            } else {
-                "fixed by"
-            };
-            format!("  ({how} {})", numbers.join(", "))
-        };
+        let linked = h
+            .linked_note()
+            .map(|l| format!("  ({l})"))
+            .unwrap_or_default();
         let also = h
             .also_note()
             .map(|a| format!("  ({a})"))

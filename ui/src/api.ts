@@ -13,6 +13,8 @@ import type {
   RemoteStatus,
   RepoStatus,
   RunRecord,
+  SearchPage,
+  SearchRequest,
   ServeStatus,
   Settings,
 } from "./types";
@@ -49,6 +51,7 @@ export const api = {
   listRuns: (limit = 200) => invoke<RunRecord[]>("list_runs", { limit }),
   getRun: (id: number) => invoke<RunRecord>("get_run", { id }),
   openItem: (item: ItemRef) => invoke<string>("open_item", { item }),
+  search: (request: SearchRequest) => invoke<SearchPage>("search", { request }),
   getSettings: () => invoke<Settings>("get_settings"),
   setSettings: (settings: Settings) => invoke<Settings>("set_settings", { settings }),
   listRemotes: () => invoke<RemoteStatus[]>("list_remotes"),

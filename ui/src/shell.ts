@@ -10,6 +10,7 @@ import { isLive, type Screen } from "./state";
 
 const SCREENS: [Screen, string][] = [
   ["run", "Run"],
+  ["search", "Search"],
   ["models", "Models"],
   ["workspace", "Workspace"],
   ["history", "History"],
@@ -28,6 +29,7 @@ app.append(h("header", { class: "topbar" }, h("h1", null, "Burrow"), nav, status
 /// Each screen's element, filled by its module.
 export const views: Record<Screen, HTMLElement> = {
   run: h("div", { class: "screen screen-run", id: "screen-run" }),
+  search: h("div", { class: "screen", id: "screen-search" }),
   models: h("div", { class: "screen", id: "screen-models" }),
   workspace: h("div", { class: "screen", id: "screen-workspace" }),
   history: h("div", { class: "screen", id: "screen-history" }),

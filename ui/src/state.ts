@@ -73,7 +73,7 @@ export interface EmbedView {
   error: string | null;
 }
 
-export type Screen = "run" | "models" | "workspace" | "history" | "settings";
+export type Screen = "run" | "search" | "models" | "workspace" | "history" | "settings";
 
 /// A message from a command that failed outside any stream, or a confirmation.
 export interface Notice {

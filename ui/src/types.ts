@@ -313,6 +313,46 @@ export type ItemRef =
   | { kind: "pull_request"; number: number; repo: string | null }
   | { kind: "commit"; hash: string; repo: string | null };
 
+/// A kind of thing the workspace holds, as search names it.
+export type SearchKind = "code" | "doc" | "commit" | "issue" | "pr";
+
+export type SearchMode = "words" | "meaning" | "hybrid";
+
+/// What the search box asks for (`src/app/search.rs`); left out, a field filters nothing.
+export interface SearchRequest {
+  text: string;
+  kinds?: SearchKind[];
+  repo?: string | null;
+  mode?: SearchMode;
+  limit?: number;
+  offset?: number;
+}
+
+/// One result: an item, shown by its best matching part (`src/app/search.rs`'s ShownHit).
+/// Its text is the workspace's: untrusted.
+export interface SearchHit {
+  kind: SearchKind;
+  repo: string;
+  title: string;
+  /// The matching text, with matches between « and ».
+  snippet: string;
+  /// `src/main.rs:12`, `#42`, `commit 1a2b3c4d5e`.
+  location: string;
+  /// "fixes #12", "2 more matches in this file".
+  notes: string[];
+  /// What the viewer opens for it.
+  item: ItemRef | null;
+  state?: string | null;
+  author?: string | null;
+  time?: number | null;
+}
+
+export interface SearchPage {
+  results: SearchHit[];
+  next_offset: number | null;
+  note?: string;
+}
+
 export interface CommandError {
   kind: string;
   message: string;

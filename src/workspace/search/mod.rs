@@ -299,6 +299,19 @@ impl SearchHit {
         })
     }
 
+    /// "fixes #12, #14" for a pull request, "fixed by #31" for an issue.
+    pub fn linked_note(&self) -> Option<String> {
+        (!self.linked.is_empty()).then(|| {
+            let numbers: Vec<String> = self.linked.iter().map(|n| format!("#{n}")).collect();
+            let how = if self.kind == Kind::Pr {
+                "fixes"
+            } else {
+                "fixed by"
+            };
+            format!("{how} {}", numbers.join(", "))
+        })
+    }
+
     /// Where the hit is, as people write it: `src/main.rs:12`, `#42`, `#42 (comment 7)`,
     /// `commit 1a2b3c4`.
     pub fn location(&self) -> String {

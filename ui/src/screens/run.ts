@@ -1,15 +1,15 @@
 // The Run screen: the task box, Run and Stop (Enter runs, Esc stops a live run), the run's
-// header, its timeline and plan, and the viewer of an item a step links to. Also starting,
+// header, its timeline and plan (a step's links open in the item viewer). Also starting,
 // continuing and stopping runs, which History uses too (`resume`).
 
 import { api, errorMessage } from "../api";
 import { h, replaceChildren } from "../dom";
-import { describe } from "../links";
+import { openItem, viewerOpen } from "../item-viewer";
 import { dispatch, getState, redraw, update } from "../loop";
 import { attempt, notify, show, views } from "../shell";
 import { canResume, isLive, type State } from "../state";
 import { Timeline, renderTodos, statusBadge } from "../timeline";
-import type { ItemRef, RunRecord } from "../types";
+import type { RunRecord } from "../types";
 
 const taskInput = h("textarea", {
   id: "task",
@@ -23,7 +23,6 @@ const runHeader = h("div", { class: "run-header" });
 /// The run's steps (the UI benchmark counts its element builds).
 export const timeline = new Timeline((item) => void openItem(item));
 const todoPanel = h("div", { class: "todo-panel", id: "todos" });
-const itemViewer = h("dialog", { class: "item-viewer", id: "item-viewer" });
 
 views.run.append(
   h("form", { class: "task-form", onsubmit: (e: Event) => { e.preventDefault(); void run(); } }, taskInput, runButton, stopButton),
@@ -33,7 +32,6 @@ views.run.append(
     h("div", { class: "run-main", id: "run-main" }, runHeader, timeline.root),
     h("aside", { class: "plan", "aria-label": "Plan" }, h("h2", null, "Plan"), todoPanel),
   ),
-  itemViewer,
 );
 
 taskInput.addEventListener("keydown", (e) => {
@@ -45,7 +43,7 @@ taskInput.addEventListener("keydown", (e) => {
 
 document.addEventListener("keydown", (e) => {
   if (e.key !== "Escape" || e.defaultPrevented) return; // taken by what had focus (a settings form)
-  if (itemViewer.open) return; // the dialog closes itself
+  if (viewerOpen()) return; // the dialog closes itself
   if (isLive(getState().run)) {
     e.preventDefault();
     void stop();
@@ -93,22 +91,6 @@ async function drive(f: () => Promise<unknown>): Promise<void> {
 
 async function stop(): Promise<void> {
   await attempt("Stopping the run", () => api.stopRun());
-}
-
-async function openItem(item: ItemRef): Promise<void> {
-  replaceChildren(
-    itemViewer,
-    h("header", null, h("h2", null, describe(item)), h("button", { onclick: () => itemViewer.close(), "aria-label": "Close" }, "Close")),
-    h("p", { class: "muted" }, "Loading…"),
-  );
-  if (!itemViewer.open) itemViewer.showModal();
-  let body: HTMLElement;
-  try {
-    body = h("pre", { class: "item-text" }, await api.openItem(item));
-  } catch (e) {
-    body = h("p", { class: "error-box" }, errorMessage(e));
-  }
-  itemViewer.querySelector("p, pre")?.replaceWith(body);
 }
 
 /// The run last drawn (a render cache: only what changed since is drawn again).

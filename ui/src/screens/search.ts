@@ -1,0 +1,125 @@
+// The Search screen: the workspace searched directly, as `burrow search` does, without a model
+// or a run. Enter searches; the kind and ranking choices search again; a result opens in the
+// item viewer; More reads the next page. A search answered after a newer one was asked is
+// dropped, so typing fast never shows the older results last.
+
+import { api, errorMessage } from "../api";
+import { h, replaceChildren } from "../dom";
+import { openItem } from "../item-viewer";
+import { highlight, KIND_LABELS } from "../search-view";
+import { views } from "../shell";
+import type { SearchHit, SearchKind, SearchMode, SearchRequest } from "../types";
+
+const PAGE = 10;
+
+const queryInput = h("input", {
+  type: "search",
+  id: "search-query",
+  placeholder: "Search code, documents, commits, issues and pull requests",
+  "aria-label": "Search",
+  autocomplete: "off",
+});
+const kindSelect = h(
+  "select",
+  { id: "search-kind", "aria-label": "Kind" },
+  h("option", { value: "" }, "All kinds"),
+  (Object.keys(KIND_LABELS) as SearchKind[]).map((k) => h("option", { value: k }, KIND_LABELS[k])),
+);
+const modeSelect = h(
+  "select",
+  { id: "search-mode", "aria-label": "Ranking" },
+  h("option", { value: "hybrid" }, "Words and meaning"),
+  h("option", { value: "words" }, "Words"),
+  h("option", { value: "meaning" }, "Meaning"),
+);
+const note = h("p", { class: "muted search-note", id: "search-note", "aria-live": "polite" });
+const results = h("ol", { class: "search-results", id: "search-results" });
+const more = h("button", { id: "search-more", hidden: true, onclick: () => void search(true) }, "More results");
+
+views.search.append(
+  h("h2", null, "Search"),
+  h(
+    "form",
+    { class: "search-form", id: "search-form", onsubmit: (e: Event) => { e.preventDefault(); void search(false); } },
+    queryInput,
+    kindSelect,
+    modeSelect,
+    h("button", { class: "primary", type: "submit" }, "Search"),
+  ),
+  note,
+  results,
+  more,
+);
+
+kindSelect.addEventListener("change", () => void search(false));
+modeSelect.addEventListener("change", () => void search(false));
+queryInput.addEventListener("keydown", (e) => {
+  // Esc clears what was typed first; only an empty box lets it through (it stops a live run).
+  if (e.key === "Escape" && queryInput.value) {
+    e.preventDefault();
+    queryInput.value = "";
+  }
+});
+
+/// The newest search asked for; an answer to an older one is dropped.
+let asked = 0;
+/// The request of the results shown, and where its next page starts.
+let shown: { request: SearchRequest; next: number | null } | null = null;
+
+export function focusSearch(): void {
+  queryInput.focus();
+}
+
+async function search(nextPage: boolean): Promise<void> {
+  let request: SearchRequest;
+  if (nextPage) {
+    if (!shown || shown.next === null) return;
+    request = { ...shown.request, offset: shown.next };
+  } else {
+    const text = queryInput.value.trim();
+    if (!text) return;
+    const kind = kindSelect.value as SearchKind | "";
+    request = { text, kinds: kind ? [kind] : [], mode: modeSelect.value as SearchMode, limit: PAGE, offset: 0 };
+  }
+  const id = ++asked;
+  if (!nextPage) note.textContent = "Searching…";
+  more.disabled = true;
+  let page;
+  try {
+    page = await api.search(request);
+  } catch (e) {
+    if (id !== asked) return;
+    note.textContent = "";
+    replaceChildren(results, h("li", { class: "error-box" }, errorMessage(e)));
+    more.hidden = true;
+    shown = null;
+    return;
+  }
+  if (id !== asked) return;
+  shown = { request, next: page.next_offset };
+  const items = page.results.map(hitView);
+  if (nextPage) results.append(...items);
+  else replaceChildren(results, items);
+  if (!nextPage && page.results.length === 0) replaceChildren(results, h("li", { class: "muted empty" }, `Nothing found for "${request.text}".`));
+  note.textContent = page.note ?? "";
+  more.hidden = page.next_offset === null;
+  more.disabled = false;
+}
+
+function hitView(hit: SearchHit): HTMLElement {
+  const item = hit.item;
+  return h(
+    "li",
+    { class: "search-hit", "data-kind": hit.kind },
+    h(
+      "div",
+      { class: "hit-head" },
+      h("span", { class: `badge kind-${hit.kind}` }, KIND_LABELS[hit.kind] ?? hit.kind),
+      item
+        ? h("a", { href: "#", class: "hit-title", onclick: (e: Event) => { e.preventDefault(); void openItem(item); } }, hit.title)
+        : h("span", { class: "hit-title" }, hit.title),
+    ),
+    h("div", { class: "path" }, [hit.repo, hit.location, ...hit.notes].filter(Boolean).join(" · ")),
+    h("pre", { class: "snippet" }, highlight(hit.snippet)),
+  );
+}
