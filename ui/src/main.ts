@@ -11,7 +11,7 @@ import { render } from "./render";
 import { refreshRuns } from "./screens/history";
 import { refreshModels, showModels } from "./screens/models";
 import { focusTask, timeline } from "./screens/run";
-import { focusSearch } from "./screens/search";
+import { showSearch } from "./screens/search";
 import { refreshSettings } from "./screens/settings";
 import { refreshRepos } from "./screens/workspace";
 import { attempt, onShow, renderNav, show } from "./shell";
@@ -32,7 +32,7 @@ onShow("workspace", () => void refreshRepos());
 onShow("history", () => void refreshRuns());
 onShow("settings", () => void refreshSettings());
 onShow("run", focusTask);
-onShow("search", focusSearch);
+onShow("search", showSearch);
 
 async function start(): Promise<void> {
   renderNav();

@@ -1,13 +1,14 @@
 // The Search screen: the workspace searched directly, as `burrow search` does, without a model
-// or a run. Enter searches; the kind and ranking choices search again; a result opens in the
-// item viewer; More reads the next page. A search answered after a newer one was asked is
-// dropped, so typing fast never shows the older results last.
+// or a run. Enter searches; the repository, kind and ranking choices search again; a result
+// opens in the item viewer; More reads the next page. A search answered after a newer one was
+// asked is dropped, so typing fast never shows the older results last.
 
 import { api, errorMessage } from "../api";
 import { h, replaceChildren } from "../dom";
 import { openItem } from "../item-viewer";
 import { highlight, KIND_LABELS } from "../search-view";
-import { views } from "../shell";
+import { getState, update } from "../loop";
+import { attempt, views } from "../shell";
 import type { SearchHit, SearchKind, SearchMode, SearchRequest } from "../types";
 
 const PAGE = 10;
@@ -32,6 +33,8 @@ const modeSelect = h(
   h("option", { value: "words" }, "Words"),
   h("option", { value: "meaning" }, "Meaning"),
 );
+/// Shown when the workspace holds more than one repository.
+const repoSelect = h("select", { id: "search-repo", "aria-label": "Repository", hidden: true });
 const note = h("p", { class: "muted search-note", id: "search-note", "aria-live": "polite" });
 const results = h("ol", { class: "search-results", id: "search-results" });
 const more = h("button", { id: "search-more", hidden: true, onclick: () => void search(true) }, "More results");
@@ -42,6 +45,7 @@ views.search.append(
     "form",
     { class: "search-form", id: "search-form", onsubmit: (e: Event) => { e.preventDefault(); void search(false); } },
     queryInput,
+    repoSelect,
     kindSelect,
     modeSelect,
     h("button", { class: "primary", type: "submit" }, "Search"),
@@ -52,6 +56,7 @@ views.search.append(
 );
 
 kindSelect.addEventListener("change", () => void search(false));
+repoSelect.addEventListener("change", () => void search(false));
 modeSelect.addEventListener("change", () => void search(false));
 queryInput.addEventListener("keydown", (e) => {
   // Esc clears what was typed first; only an empty box lets it through (it stops a live run).
@@ -66,8 +71,23 @@ let asked = 0;
 /// The request of the results shown, and where its next page starts.
 let shown: { request: SearchRequest; next: number | null } | null = null;
 
-export function focusSearch(): void {
+/// The screen was shown: the box takes the focus, and the repositories are read again.
+export function showSearch(): void {
   queryInput.focus();
+  void (async () => {
+    const repos = await attempt("Reading the workspace", () => api.workspaceStatus());
+    if (repos) update({ kind: "ui_repos", repos });
+    renderRepos();
+  })();
+}
+
+function renderRepos(): void {
+  const names = getState().repos.map((r) => r.name);
+  const chosen = repoSelect.value;
+  replaceChildren(repoSelect, h("option", { value: "" }, "All repositories"), names.map((n) => h("option", { value: n }, n)));
+  // The choice stays while its repository does.
+  repoSelect.value = names.includes(chosen) ? chosen : "";
+  repoSelect.hidden = names.length < 2;
 }
 
 async function search(nextPage: boolean): Promise<void> {
@@ -79,7 +99,8 @@ async function search(nextPage: boolean): Promise<void> {
     const text = queryInput.value.trim();
     if (!text) return;
     const kind = kindSelect.value as SearchKind | "";
-    request = { text, kinds: kind ? [kind] : [], mode: modeSelect.value as SearchMode, limit: PAGE, offset: 0 };
+    const repo = repoSelect.hidden ? null : repoSelect.value || null;
+    request = { text, kinds: kind ? [kind] : [], repo, mode: modeSelect.value as SearchMode, limit: PAGE, offset: 0 };
   }
   const id = ++asked;
   if (!nextPage) note.textContent = "Searching…";
