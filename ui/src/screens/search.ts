@@ -1,7 +1,8 @@
 // The Search screen: the workspace searched directly, as `burrow search` does, without a model
-// or a run. Enter searches; the repository, kind and ranking choices search again; a result
-// opens in the item viewer; More reads the next page. A search answered after a newer one was
-// asked is dropped, so typing fast never shows the older results last.
+// or a run. It searches as the user types (once typing pauses) and on Enter; the repository,
+// kind and ranking choices search again; a result opens in the item viewer; More reads the
+// next page. A search answered after a newer one was asked is dropped, so typing fast never
+// shows the older results last; an emptied box empties the page.
 
 import { api, errorMessage } from "../api";
 import { h, replaceChildren } from "../dom";
@@ -58,11 +59,20 @@ views.search.append(
 kindSelect.addEventListener("change", () => void search(false));
 repoSelect.addEventListener("change", () => void search(false));
 modeSelect.addEventListener("change", () => void search(false));
+/// Typing pauses this long before the search runs by itself: a search takes 10-30 ms, and a
+/// search per key would take the cores from a run decoding meanwhile.
+const TYPING_PAUSE_MS = 300;
+let typing: ReturnType<typeof setTimeout> | undefined;
+queryInput.addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(() => void search(false), TYPING_PAUSE_MS);
+});
 queryInput.addEventListener("keydown", (e) => {
   // Esc clears what was typed first; only an empty box lets it through (it stops a live run).
   if (e.key === "Escape" && queryInput.value) {
     e.preventDefault();
     queryInput.value = "";
+    void search(false);
   }
 });
 
@@ -96,8 +106,16 @@ async function search(nextPage: boolean): Promise<void> {
     if (!shown || shown.next === null) return;
     request = { ...shown.request, offset: shown.next };
   } else {
+    clearTimeout(typing);
     const text = queryInput.value.trim();
-    if (!text) return;
+    if (!text) {
+      asked++;
+      shown = null;
+      note.textContent = "";
+      replaceChildren(results);
+      more.hidden = true;
+      return;
+    }
     const kind = kindSelect.value as SearchKind | "";
     const repo = repoSelect.hidden ? null : repoSelect.value || null;
     request = { text, kinds: kind ? [kind] : [], repo, mode: modeSelect.value as SearchMode, limit: PAGE, offset: 0 };
