@@ -646,10 +646,37 @@ fn the_search_box_finds_items_and_says_how_it_ranked() {
         Some("src/lib.rs")
     );
     assert_eq!(page.note, None);
-    // A reason the caller could not load its model is the page's note.
+    // A model loaded before serves though the caller could not load its own: no note (the
+    // first version said "ranked by words only" of a page ranked by meaning).
+    let page = search(f.app.workspace(), &query, Some("the model is gone".into())).unwrap();
+    assert_eq!(page.note, None);
+    // None serves: the caller's reason is the note, else the workspace's.
+    f.app.workspace().set_query_embedder(None);
     let page = search(f.app.workspace(), &query, Some("the model is gone".into())).unwrap();
     assert_eq!(
         page.note.as_deref(),
         Some("ranked by words only: the model is gone")
     );
+    let page = search(f.app.workspace(), &query, None).unwrap();
+    assert_eq!(
+        page.note.as_deref(),
+        Some("ranked by words only: the embedding model is not loaded")
+    );
+
+    // The settings name a file that is no model: the box says why it ranked by words, in
+    // both searches (the second without trying the file again).
+    let broken = f.project.join("broken.gguf");
+    std::fs::write(&broken, "GGUF not really a model").unwrap();
+    let mut settings = f.app.settings();
+    settings.embedding_model = broken.display().to_string();
+    f.app.set_settings(settings).unwrap();
+    for _ in 0..2 {
+        let page = f.app.search(&ask("purse", SearchMode::Hybrid)).unwrap();
+        let note = page.note.unwrap_or_default();
+        assert!(
+            note.starts_with("ranked by words only: the embedding model is not loaded: ")
+                && note.contains("broken.gguf"),
+            "{note}"
+        );
+    }
 }

@@ -40,6 +40,9 @@ use crate::workspace::{
 pub use models::ModelsError;
 pub use settings::{ServeSettings, Settings, SettingsError};
 
+/// A model file that failed to load: its path, its size and modification time then, and why.
+type FailedLoad = (PathBuf, Option<(u64, std::time::SystemTime)>, String);
+
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error(transparent)]
@@ -304,6 +307,9 @@ pub struct App {
     settings: Mutex<Settings>,
     /// The embedding model, loaded by the first embedding pass and kept for queries.
     embedder: Mutex<Option<Arc<meaning::ModelEmbedder>>>,
+    /// The embedding model file that last failed to load, as it was then, and why: not tried
+    /// again until the file changes (searches ask for the model at every typing pause).
+    embedder_failed: Mutex<Option<FailedLoad>>,
     embedding: Mutex<EmbedJob>,
     /// The model in use, served over the OpenAI API, when the user turned it on.
     serving: Mutex<Option<Serving>>,
@@ -359,6 +365,7 @@ impl App {
             fetching: Mutex::new(HashSet::new()),
             settings: Mutex::new(settings),
             embedder: Mutex::new(None),
+            embedder_failed: Mutex::new(None),
             embedding: Mutex::new(EmbedJob::default()),
             serving: Mutex::new(None),
         })
@@ -932,10 +939,25 @@ impl App {
         if let Some(m) = loaded.as_ref().filter(|m| m.path() == path) {
             return Ok(m.clone());
         }
+        let stamp = std::fs::metadata(&path)
+            .ok()
+            .and_then(|m| Some((m.len(), m.modified().ok()?)));
+        if let Some((_, _, why)) = lock(&self.embedder_failed)
+            .as_ref()
+            .filter(|(p, s, _)| *p == path && *s == stamp)
+        {
+            return Err(AppError::Embedding(why.clone()));
+        }
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().saturating_sub(1).max(1) as u32)
             .unwrap_or(1);
-        let model = Arc::new(meaning::ModelEmbedder::load_path(&path, threads)?);
+        let model = match meaning::ModelEmbedder::load_path(&path, threads) {
+            Ok(m) => Arc::new(m),
+            Err(e) => {
+                *lock(&self.embedder_failed) = Some((path, stamp, e.to_string()));
+                return Err(e);
+            }
+        };
         *loaded = Some(model.clone());
         Ok(model)
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::{App, AppError};
 use crate::tools::Locator;
 use crate::workspace::{
-    Kind, SearchHit, SearchMode, SearchPage, SearchQuery, Workspace, WorkspaceError,
+    day_start, Kind, SearchHit, SearchMode, SearchPage, SearchQuery, Workspace, WorkspaceError,
 };
 
 /// Results a page shows when the request says nothing.
@@ -67,23 +67,21 @@ fn given(s: &Option<String>) -> Option<&str> {
     s.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// Seconds since the epoch at the start of `day` (YYYY-MM-DD, UTC).
+/// The start of `day` (YYYY-MM-DD, UTC) for the request's field `field`, or an error naming
+/// both.
 pub fn parse_day(field: &str, day: &str) -> Result<i64, AppError> {
-    chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc().timestamp())
-        .ok_or_else(|| {
-            AppError::Workspace(WorkspaceError::BadQuery(format!(
-                "{field} {day:?}: expected a date as YYYY-MM-DD"
-            )))
-        })
+    day_start(day).ok_or_else(|| {
+        AppError::Workspace(WorkspaceError::BadQuery(format!(
+            "{field} {day:?}: expected a date as YYYY-MM-DD"
+        )))
+    })
 }
 
-/// Runs `q` over `ws` with whatever query embedder it has. `why_not_meaning` says why the
-/// caller could not rank by meaning (None: the workspace is asked). A hybrid search that
-/// cannot says so first in the note, so a page ranked by words alone is never taken for a
-/// hybrid one; a search by meaning alone fails, saying why.
+/// Runs `q` over `ws` with whatever query embedder it has. Where the workspace cannot rank by
+/// meaning now, a hybrid search says so first in its note (so a page ranked by words alone is
+/// never taken for a hybrid one), and a search by meaning alone fails, saying why: in the
+/// caller's words where it gives them (`why_not_meaning`: why its model could not be loaded),
+/// else the workspace's.
 pub fn search(
     ws: &Workspace,
     q: &SearchQuery,
@@ -91,10 +89,11 @@ pub fn search(
 ) -> Result<SearchPage, AppError> {
     let why = match q.mode {
         SearchMode::Words => None,
-        _ => match why_not_meaning {
-            Some(why) => Some(why),
-            None => ws.meaning_unavailable()?,
-        },
+        // A model loaded before may serve where the caller's could not be loaded: then the
+        // search ranks by meaning, and says nothing.
+        _ => ws
+            .meaning_unavailable()?
+            .map(|why| why_not_meaning.unwrap_or(why)),
     };
     if let (SearchMode::Meaning, Some(why)) = (q.mode, &why) {
         return Err(AppError::Workspace(WorkspaceError::BadQuery(format!(
@@ -165,17 +164,12 @@ impl App {
     /// agent's searches).
     pub fn search(&self, request: &SearchRequest) -> Result<ShownPage, AppError> {
         let query = request.query()?;
+        // The settings' embedding model is loaded only where none serves yet (and a file that
+        // failed to load is not tried again until it changes: `App::embedding_model`).
         let why_not = match query.mode {
             SearchMode::Words => None,
-            _ => {
-                let tried = self.search_by_meaning(None)?;
-                // A model loaded before (by an embedding pass) may still serve when the
-                // settings' cannot be loaded: then the search ranks by meaning, and says
-                // nothing.
-                self.workspace
-                    .meaning_unavailable()?
-                    .map(|why| tried.unwrap_or(why))
-            }
+            _ if self.workspace.meaning_unavailable()?.is_none() => None,
+            _ => self.search_by_meaning(None)?,
         };
         Ok(search(&self.workspace, &query, why_not)?.into())
     }

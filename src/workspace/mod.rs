@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::config::BurrowHome;
 
 pub use index::{IndexEvent, IndexPhase, IndexReport};
-pub use search::{Kind, SearchHit, SearchMode, SearchPage, SearchQuery};
+pub use search::{day_start, Kind, SearchHit, SearchMode, SearchPage, SearchQuery};
 pub use vectors::{EmbedProgress, EmbedReport, Embedder, QueryEmbedder, MAX_EMBED_TOKENS};
 
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,12 @@ export function viewerOpen(): boolean {
   return viewer.open;
 }
 
+/// The newest item asked for: the text of one asked before that comes later is dropped (a
+/// large file opened, closed, then an issue opened would show the file under the issue's name).
+let asked = 0;
+
 export async function openItem(item: ItemRef): Promise<void> {
+  const id = ++asked;
   replaceChildren(
     viewer,
     h("header", null, h("h2", null, describe(item)), h("button", { onclick: () => viewer.close(), "aria-label": "Close" }, "Close")),
@@ -29,5 +34,6 @@ export async function openItem(item: ItemRef): Promise<void> {
   } catch (e) {
     body = h("p", { class: "error-box" }, errorMessage(e));
   }
+  if (id !== asked) return;
   viewer.querySelector("p, pre")?.replaceWith(body);
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::tools::{Locator, ToolError, ToolOutput};
-use crate::workspace::{Kind, SearchHit, SearchQuery, Workspace};
+use crate::workspace::{day_start, Kind, SearchHit, SearchQuery, Workspace};
 
 pub(super) fn date(t: Option<i64>) -> String {
     t.and_then(|t| chrono::DateTime::from_timestamp(t, 0))
@@ -15,11 +15,9 @@ pub(super) fn date(t: Option<i64>) -> String {
 pub(super) fn parse_date(field: &str, s: &Option<String>) -> Result<Option<i64>, ToolError> {
     match s {
         None => Ok(None),
-        Some(s) => chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d")
-            .map(|d| d.and_hms_opt(0, 0, 0).map(|t| t.and_utc().timestamp()))
-            .map_err(|_| {
-                ToolError::InvalidArguments(format!("{field} {s:?} is not a date like 2024-05-31"))
-            }),
+        Some(s) => day_start(s).map(Some).ok_or_else(|| {
+            ToolError::InvalidArguments(format!("{field} {s:?} is not a date like 2024-05-31"))
+        }),
     }
 }
 

@@ -126,6 +126,15 @@ pub enum SearchMode {
     Hybrid,
 }
 
+/// Seconds since the epoch at the start of `day`, written YYYY-MM-DD (UTC), as the `since`
+/// and `until` of a query are given by people and by the agent's tools.
+pub fn day_start(day: &str) -> Option<i64> {
+    chrono::NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc().timestamp())
+}
+
 impl SearchMode {
     pub fn parse(s: &str) -> Result<Self, WorkspaceError> {
         match s {

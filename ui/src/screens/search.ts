@@ -128,6 +128,12 @@ async function search(nextPage: boolean): Promise<void> {
     page = await api.search(request);
   } catch (e) {
     if (id !== asked) return;
+    if (nextPage) {
+      // The results shown stay; More can be tried again.
+      note.textContent = `More results: ${errorMessage(e)}`;
+      more.disabled = false;
+      return;
+    }
     note.textContent = "";
     replaceChildren(results, h("li", { class: "error-box" }, errorMessage(e)));
     more.hidden = true;
