@@ -131,6 +131,46 @@ fn the_bitcoin_core_gui_backup_imports_and_ranks() {
         .all(|h| h.author.as_deref().map(str::to_lowercase) == Some("hebasto".into())));
 }
 
+/// A search kept by a filter to the kinds its words ask for ranks as the unfiltered search
+/// leans, kept to those kinds. The agent's first search is kept to pull requests when the task
+/// asks for one, and it put another pull request first than `burrow search` and the search box
+/// did (gui-pr-07: #813, where the search had #766, the one asked for): the filter dropped the
+/// ranking over every kind that the lean fuses in.
+#[test]
+fn a_filter_to_the_kind_the_words_ask_for_ranks_as_the_lean_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    ws.import(
+        &fixtures().join("bitcoin-core-gui-backup"),
+        "bitcoin-core/gui",
+        &mut |_| {},
+    )
+    .unwrap();
+    let questions = [
+        "Which pull request stops people from typing host:port into the proxy address box in Options?",
+        "The Transactions and Receive tables opened with the Date header showing a sort arrow but the rows weren't in date order. Which pull request fixed that?",
+        "Opening some binary PSBT files in the GUI failed to parse because the reader skipped bytes that look like whitespace. Which pull request fixed reading those files?",
+        "On Windows, partially signed transactions that the GUI saved to disk came out invalid because line feeds were rewritten as CRLF. Which PR fixed saving them?",
+        "Typing just `)` or `,` into the RPC console could read past the end of an empty argument list. Which pull request added the guard for that?",
+    ];
+    for q in questions {
+        let numbers = |hits: Vec<burrow::workspace::SearchHit>| -> Vec<i64> {
+            hits.iter()
+                .filter(|h| h.kind == Kind::Pr)
+                .filter_map(|h| h.number)
+                .take(5)
+                .collect()
+        };
+        let leaning = numbers(search(&ws, q, &[]));
+        let kept = numbers(search(&ws, q, &[Kind::Pr]));
+        assert!(leaning.len() == 5, "{q}: {leaning:?}");
+        assert_eq!(kept, leaning, "{q}");
+    }
+    // A filter to another kind than the words ask for keeps its own ranking.
+    let issues = search(&ws, questions[3], &[Kind::Issue]);
+    assert!(!issues.is_empty() && issues.iter().all(|h| h.kind == Kind::Issue));
+}
+
 #[test]
 fn rest_pages_from_recorded_github_traffic_import() {
     // The recorded responses of GET /repos/{owner}/{repo}/issues, written one after another as

@@ -390,10 +390,26 @@ impl Workspace {
         let by_meaning = q.mode != SearchMode::Words && (q.vector.is_some() || embedder.is_some());
         // A query that says what kind of item it wants leans to that kind (unless it filters
         // kinds itself): its ranking among that kind alone is fused with the ranking over all.
-        let leaning = if q.kinds.is_empty() {
-            leaned_kinds(&q.text)
-        } else {
-            Vec::new()
+        // Kept by a filter to the very kinds its words ask for (the agent's first search is),
+        // it ranks as the lean does and keeps those kinds' items: the agent and the search box
+        // put the same item first (kept to pull requests, the first search put #813 first
+        // where `burrow search` had the one asked for, gui-pr-07).
+        let (leaning, keep) = match leaned_kinds(&q.text) {
+            lean if q.kinds.is_empty() => (lean, None),
+            lean if !lean.is_empty()
+                && lean.iter().all(|k| q.kinds.contains(k))
+                && q.kinds.iter().all(|k| lean.contains(k)) =>
+            {
+                (lean, Some(q.kinds.clone()))
+            }
+            _ => (Vec::new(), None),
+        };
+        let base = match &keep {
+            Some(_) => SearchQuery {
+                kinds: Vec::new(),
+                ..q.clone()
+            },
+            None => q.clone(),
         };
         // Asked for pull requests, or kept to them by a filter (the agent's first search is),
         // the issues the query finds are evidence for the pull requests that fixed them.
@@ -408,11 +424,11 @@ impl Workspace {
         // The rankings to fuse: the query's own; that of the kinds it asks for; and, for pull
         // requests, the issues' (see below).
         let leans = !leaning.is_empty();
-        let mut subs = vec![q.clone()];
+        let mut subs = vec![base.clone()];
         if leans {
             subs.push(SearchQuery {
                 kinds: leaning,
-                ..q.clone()
+                ..base.clone()
             });
         }
         if wants_pr {
@@ -589,13 +605,19 @@ impl Workspace {
             if rankings.len() > 1 {
                 order = fuse(&rankings, k);
             }
-            let units = order.into_iter().filter_map(|(id, score)| {
-                rows.remove(&id).map(|mut r| {
-                    // Higher is better here; `page` reports words' BM25 negated.
-                    r.score = -score;
-                    r
+            let units = order
+                .into_iter()
+                .filter_map(|(id, score)| {
+                    rows.remove(&id).map(|mut r| {
+                        // Higher is better here; `page` reports words' BM25 negated.
+                        r.score = -score;
+                        r
+                    })
                 })
-            });
+                .filter(|r| {
+                    keep.as_ref()
+                        .is_none_or(|kinds| kinds.iter().any(|k| k.as_str() == r.kind))
+                });
             let items = fold_items(units);
             if items.len() >= needed || !full || depth > RANK_ROWS {
                 let page: Vec<RawHit> = items.into_iter().skip(q.offset).take(limit + 1).collect();
