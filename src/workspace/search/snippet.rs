@@ -79,8 +79,18 @@ pub(super) fn line_snippet(body: &str, idx: usize, needles: &[String]) -> String
         .to_string()
 }
 
-/// Marks case-insensitive occurrences of the needles with « ».
+/// Marks case-insensitive occurrences of the needles with « ». The text's own « and » become
+/// ‹ and ›, so that every « » in a snippet is a mark: the UI and the model read them so, and a
+/// file or an issue quoting with guillemets showed false marks. A snippet is a preview; the
+/// item opened shows its text as written.
 fn highlight(line: &str, needles: &[String]) -> String {
+    let own;
+    let line = if line.contains(['«', '»']) {
+        own = line.replace('«', "‹").replace('»', "›");
+        own.as_str()
+    } else {
+        line
+    };
     let lower = line.to_lowercase();
     // Byte ranges to mark, from the lowercase copy; only used when lowercasing kept the lengths.
     if lower.len() != line.len() {
@@ -168,6 +178,18 @@ mod tests {
             highlight("no, not now: parse_args(NoArgs)", &needles("no args")),
             "«no», not now: parse_«args»(NoArgs)"
         );
+    }
+
+    /// A snippet of text that quotes with guillemets (« and », as French text and some docs do)
+    /// showed marks that were no matches: the UI and the model read every « » as a mark.
+    #[test]
+    fn the_texts_own_guillemets_are_not_read_as_marks() {
+        let body = "Le mot «cache» est cité, puis le cache lui-même.";
+        let s = words_snippet(body, &needles("cache"), 24);
+        assert_eq!(s, "Le mot ‹«cache»› est cité, puis le «cache» lui-même.");
+        // Where lowercasing changes lengths nothing is marked, and still nothing is mistaken.
+        let s = line_snippet("İstanbul «cache» »", 0, &needles("cache"));
+        assert_eq!(s, "İstanbul ‹cache› ›");
     }
 
     #[test]
