@@ -113,3 +113,42 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Mcp(args) => cli::mcp::mcp(&home, args),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// `ask`, `search` and `eval` take `--embedding-model`; `workspace embed` and `embed`
+    /// refused it (they said `--model`), so the command a user had just used to search failed
+    /// when they went to embed.
+    #[test]
+    fn every_command_that_embeds_takes_embedding_model() {
+        let cli = Cli::try_parse_from([
+            "burrow",
+            "workspace",
+            "embed",
+            "--embedding-model",
+            "m.gguf",
+        ])
+        .unwrap();
+        let Command::Workspace {
+            command: cli::workspace::WorkspaceCommand::Embed { model, .. },
+        } = cli.command
+        else {
+            panic!("not workspace embed");
+        };
+        assert_eq!(model.as_deref(), Some("m.gguf"));
+        let cli = Cli::try_parse_from(["burrow", "embed", "--embedding-model", "m.gguf", "text"])
+            .unwrap();
+        let Command::Embed(args) = cli.command else {
+            panic!("not embed");
+        };
+        assert_eq!(args.model.as_deref(), Some("m.gguf"));
+    }
+}

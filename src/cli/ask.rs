@@ -283,7 +283,14 @@ impl Printer {
         self.end_output();
         println!();
         match &o.final_answer {
-            Some(a) => println!("{a}"),
+            Some(a) => {
+                println!("{a}");
+                if let Some(step) = o.steps.iter().rev().find(|s| s.final_answer.is_some()) {
+                    for line in super::answer_sources(step) {
+                        println!("{line}");
+                    }
+                }
+            }
             None => println!("(no answer)"),
         }
         let id = o.run_id.map(|i| format!("run {i}: ")).unwrap_or_default();

@@ -20,8 +20,8 @@ pub struct EmbedArgs {
     #[arg(required = true)]
     pub texts: Vec<String>,
     /// Embedding model: a GGUF path or a catalogue id (default: the catalogue's embedding
-    /// model).
-    #[arg(long, short)]
+    /// model). Also `--embedding-model`, as `ask`, `search` and `eval` call it.
+    #[arg(long, short, visible_alias = "embedding-model")]
     pub model: Option<String>,
     /// CPU threads.
     #[arg(long)]

@@ -27,6 +27,25 @@ pub fn report(e: &anyhow::Error) -> String {
     out
 }
 
+/// What a final answer rests on, each on a line under it: the items it cites (which the run
+/// saw, as the app links them) and what its text names that the run never saw. A small
+/// model's answer text can be a word copied from what it read ("Words"); its citation is
+/// what the run found, and without these lines the CLI showed the text alone.
+pub fn answer_sources(step: &burrow::agent::record::StepRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    if !step.citations.is_empty() {
+        let cited: Vec<String> = step.citations.iter().map(|c| c.cite()).collect();
+        out.push(format!("sources: {}", cited.join(", ")));
+    }
+    if !step.unseen.is_empty() {
+        out.push(format!(
+            "named, never seen by this run: {}",
+            step.unseen.join(", ")
+        ));
+    }
+    out
+}
+
 /// Has the app's searches rank by meaning too, unless `words_only`, saying on stderr why they
 /// rank by words only where they do (`ask`, `eval` and `mcp` take the same two flags).
 pub fn search_by_meaning(
@@ -40,4 +59,33 @@ pub fn search_by_meaning(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burrow::agent::record::StepRecord;
+    use burrow::tools::Locator;
+
+    #[test]
+    fn an_answer_is_shown_with_what_it_cites_and_what_it_names_unseen() {
+        let step = StepRecord {
+            final_answer: Some("Words".into()),
+            citations: vec![
+                Locator::file("main", "src/workspace/search/mod.rs", Some(107)),
+                Locator::issue_or_pr("o/gui", 828, true),
+                Locator::commit("main", "f5cb670aaaaaaaaaaaaa"),
+            ],
+            unseen: vec!["#185".into()],
+            ..StepRecord::default()
+        };
+        assert_eq!(
+            answer_sources(&step),
+            [
+                "sources: main:src/workspace/search/mod.rs:107, o/gui#828, main@f5cb670aaa",
+                "named, never seen by this run: #185",
+            ]
+        );
+        assert!(answer_sources(&StepRecord::default()).is_empty());
+    }
 }

@@ -112,6 +112,9 @@ fn print_run(r: &RunRecord) {
         }
         if let Some(f) = &s.final_answer {
             println!("  final: {f}");
+            for line in super::answer_sources(s) {
+                println!("  {line}");
+            }
         }
     }
     if let Some(f) = &r.final_answer {
