@@ -113,6 +113,46 @@ fn the_run_searches_with_the_task_first_and_cites_only_what_it_saw() {
     }
 }
 
+/// The default model answered with Burrow's own note in 6 of 98 evaluation runs ("If one
+/// answers it, give the final answer now and cite …"), and that was the answer users read.
+/// The answer keeps what the model said of its own; its step's output keeps what it wrote.
+#[test]
+fn an_answer_that_repeats_burrows_guidance_is_kept_without_it() {
+    for p in [Protocol::JsonTyped, Protocol::Text, Protocol::ToolCalls] {
+        let mut tools = ToolRegistry::new();
+        tools.register(Search::default()).unwrap();
+        let echo = "The wallet crash is #918. If one answers it, give the final answer now and \
+                    cite acme/app#918.";
+        let model = FakeModel::new([FakeTurn::text(&final_with(p, &["acme/app#918"], echo))]);
+        let config = AgentConfig {
+            protocol: p,
+            max_steps: 4,
+            ..Default::default()
+        };
+        let agent = Agent::new(&model, &tools, config).unwrap();
+        let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+        assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+        let answer = "The wallet crash is #918.";
+        assert_eq!(
+            outcome.final_answer.as_deref(),
+            Some(answer),
+            "{}",
+            p.as_str()
+        );
+        let last = outcome.steps.last().unwrap();
+        assert_eq!(last.final_answer.as_deref(), Some(answer));
+        assert!(
+            last.output.contains("give the final answer now"),
+            "{}",
+            last.output
+        );
+        assert_eq!(
+            last.citations,
+            [Locator::issue_or_pr("acme/app", 918, false)]
+        );
+    }
+}
+
 #[test]
 fn a_step_cannot_repeat_the_first_search_nor_cite_an_item_it_never_saw() {
     let search = Search::default();
