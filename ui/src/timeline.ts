@@ -213,7 +213,8 @@ export class Timeline {
       !previous ||
       previous.finalAnswer !== run.finalAnswer ||
       previous.status !== run.status ||
-      previous.error !== run.error
+      previous.error !== run.error ||
+      answerStep(previous) !== answerStep(run)
     ) {
       this.renderTail(run);
     }
@@ -222,12 +223,17 @@ export class Timeline {
   private renderTail(run: RunView): void {
     const parts: HTMLElement[] = [];
     if (run.finalAnswer !== null) {
+      // The answer's sources beside its text: a small model's text can be a word copied from
+      // what it read ("Words"), and the item it cites is what the run found.
+      const cited = answerStep(run)?.citations ?? [];
+      const sources = itemLinks(cited, this.open, "Sources of the answer", "items citations");
       parts.push(
         h(
           "section",
           { class: `final status-${run.status}`, "aria-label": "Final answer" },
           h("header", null, h("h3", null, "Answer"), statusBadge(run.status)),
           h("div", { class: "final-text" }, run.finalAnswer),
+          sources ? h("div", { class: "cited sources" }, h("span", { class: "muted" }, "Sources "), sources) : null,
         ),
       );
     } else if (run.status !== "running") {
@@ -292,4 +298,12 @@ export function renderTodos(el: HTMLElement, todos: TodoItem[], changed: string[
       ),
     ),
   );
+}
+
+/// The step that gave the run's answer: its last with one.
+function answerStep(run: RunView): StepView | undefined {
+  for (let i = run.steps.length - 1; i >= 0; i--) {
+    if (run.steps[i].finalAnswer !== null) return run.steps[i];
+  }
+  return undefined;
 }

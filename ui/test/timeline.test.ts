@@ -123,6 +123,25 @@ describe("Timeline", () => {
     expect(t.root.querySelector('[data-step="1"] .unseen')?.textContent).toContain("#5131");
   });
 
+  it("shows the answer with its sources, as links that open them", () => {
+    const opened: ItemRef[] = [];
+    const t = new Timeline((i) => opened.push(i));
+    const file: ItemRef = { kind: "file", path: "src/workspace/search/mod.rs", line: 107, repo: "main" };
+    let s = reduceAll(startRun(initialState, "t"), [
+      agent({ type: "step_started", index: 2 }),
+      agent({ type: "step_finished", step: record(2, { final_answer: "Words", citations: [file] }) }),
+    ]);
+    t.update(s.run);
+    // The step is recorded before the run's final event: no answer box yet.
+    expect(t.root.querySelector(".final")).toBeNull();
+    s = reduce(s, agent({ type: "final", answer: "Words", status: "succeeded" }));
+    t.update(s.run);
+    const sources = t.root.querySelectorAll<HTMLAnchorElement>(".final .sources a.item-link");
+    expect([...sources].map((a) => a.textContent)).toEqual(["src/workspace/search/mod.rs:107"]);
+    sources[0].click();
+    expect(opened).toEqual([file]);
+  });
+
   it("shows the model's check of an opened item, with the item as a link (issue 22)", () => {
     const opened: ItemRef[] = [];
     const t = new Timeline((i) => opened.push(i));
