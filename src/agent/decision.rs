@@ -75,18 +75,20 @@ impl Agent<'_> {
             let text = notes.join("\n");
             return self.finish_step(state, record, None, Some(text), on_event);
         }
-        let answer = without_guidance(&answer, &citations);
+        let observations: Vec<&str> = state
+            .steps
+            .iter()
+            .filter_map(|s| s.observation.as_deref())
+            .collect();
+        let (seen_cited, _) = checked_citations(&state.seen(), &observations, &citations, "");
+        let seen_cited: Vec<String> = seen_cited.iter().map(Locator::cite).collect();
+        let answer = without_guidance(&answer, &seen_cited);
         if let Some(reason) = self
             .hooks
             .stop_reason(|h| h.on_final(&self.hook_context(state), &answer))
         {
             return Ok(Next::stopped_by_hook(reason));
         }
-        let observations: Vec<&str> = state
-            .steps
-            .iter()
-            .filter_map(|s| s.observation.as_deref())
-            .collect();
         (record.citations, record.unseen) =
             checked_citations(&state.seen(), &observations, &citations, &answer);
         record.final_answer = Some(answer.clone());
@@ -197,46 +199,63 @@ impl Agent<'_> {
     }
 }
 
-/// Burrow's own guidance to the model, as its notes word it (`first.rs`, `Agent::call`,
-/// `Agent::check`, the plan's note), lowercased: a sentence of an answer holding one of these
-/// repeats Burrow, not the workspace.
+/// How Burrow's own guidance to the model starts, as its notes word it (`first.rs`'s note
+/// after the first search and after a check, `Agent::call`'s after an opening, the plan's),
+/// lowercased: a sentence of an answer that starts so repeats Burrow, not the workspace. A
+/// sentence's start, not any place in it: "It finds the first match, then the next match."
+/// is an answer; and "None of the leading matches answers the task" is left alone, since it
+/// is what an answer that the workspace does not hold it may say.
 const GUIDANCE: &[&str] = &[
-    "best matches for the task",
-    "give the final answer",
-    "if one answers it",
-    "if this answers the task",
-    "answer and cite it",
-    "to check one, open it",
-    "then the next match",
-    "none of the leading matches answers",
+    "if one answers it,",
+    "if this answers the task,",
+    "then give the final answer",
+    "then the next match.",
+    "these are the workspace's best matches",
+    "the workspace's best matches for the task.",
     "nothing in the plan is left to do",
 ];
+
+/// Where Burrow cut a text it showed, as its notes mark it.
+const CUT_MARKS: &[&str] = &["[cut: ", "[cut at line ", "[cut by Burrow"];
 
 /// The answer without what a small model copied from Burrow's own notes: the sentences that
 /// repeat its guidance ("If one answers it, give the final answer now and cite …") and the
 /// marks it puts where it cut a text ("[cut: 1200 of 1348 characters shown]", "[cut at line
 /// …]"). The default model answered so in 6 of 98 evaluation runs, and users read that as
-/// the answer. What is left of it is the answer; where nothing is, the items it cites are
-/// (that was all it said), and without those the text as written (nothing is lost).
-pub(super) fn without_guidance(answer: &str, citations: &[String]) -> String {
+/// the answer. What is left of it is the answer; where nothing is, the items it cites that
+/// the run saw (`seen_citations`: that was all it said), and without those the text as
+/// written (nothing is lost).
+pub(super) fn without_guidance(answer: &str, seen_citations: &[String]) -> String {
     let mut text = answer.to_string();
-    while let Some(at) = ["[cut: ", "[cut at line ", "[cut by Burrow"]
+    let mut from = 0;
+    while let Some(at) = CUT_MARKS
         .iter()
-        .filter_map(|m| text.find(m))
+        .filter_map(|m| text.get(from..)?.find(m).map(|i| from + i))
         .min()
     {
+        // Only a whole mark, with its closing bracket, is Burrow's.
+        let Some(len) = text[at..].find(']') else {
+            break;
+        };
         let start = text[..at].trim_end().len();
-        match text[at..].find(']') {
-            Some(len) => text.replace_range(start..at + len + 1, ""),
-            None => text.truncate(start),
-        }
+        text.replace_range(start..at + len + 1, "");
+        from = start;
     }
     let mut kept = String::new();
     let mut dropped = false;
     for sentence in sentences(&text) {
-        let lower = sentence.to_lowercase();
-        if GUIDANCE.iter().any(|g| lower.contains(g)) {
+        let lower = sentence.trim_start().to_lowercase();
+        if GUIDANCE.iter().any(|g| lower.starts_with(g)) {
             dropped = true;
+            // Its line break is the next line's.
+            let body = sentence.trim_end();
+            if sentence[body.len()..].contains('\n') {
+                let tail = kept.trim_end_matches([' ', '\t']).len();
+                kept.truncate(tail);
+                if !kept.is_empty() && !kept.ends_with('\n') {
+                    kept.push('\n');
+                }
+            }
         } else {
             kept.push_str(sentence);
         }
@@ -244,11 +263,11 @@ pub(super) fn without_guidance(answer: &str, citations: &[String]) -> String {
     if !dropped && text.len() == answer.len() {
         return answer.to_string();
     }
-    let kept = kept.split_whitespace().collect::<Vec<_>>().join(" ");
+    let kept = kept.trim();
     if !kept.is_empty() {
-        kept
-    } else if !citations.is_empty() {
-        citations.join(", ")
+        kept.to_string()
+    } else if !seen_citations.is_empty() {
+        seen_citations.join(", ")
     } else {
         answer.to_string()
     }
@@ -372,10 +391,40 @@ mod tests {
             ),
             "o/gui#150"
         );
-        // An answer of its own is kept as written, dots in paths, lines and all.
-        let own = "Fixed in crates/ignore/src/dir.rs.\nSee #2690, v0.5.1 too.";
-        assert_eq!(without_guidance(own, &[]), own);
-        // Only guidance and no citation: the text stays rather than nothing.
+        // Its lines stay lines, where the guidance ended one or sat inside one.
+        assert_eq!(
+            without_guidance(
+                "1. #918, the crash.\nThen give the final answer, citing o/gui#918.\n2. #919.",
+                &cite("o/gui#918")
+            ),
+            "1. #918, the crash.\n2. #919."
+        );
+        assert_eq!(
+            without_guidance("1. A. If one answers it, cite x.\n2. B.", &[]),
+            "1. A.\n2. B."
+        );
+        // A sentence ends at a dot before white space, not at the dots of a path or version.
+        assert_eq!(
+            without_guidance(
+                "Fixed in crates/ignore/src/dir.rs for v0.5.1. If this answers the task, give \
+                 the final answer now and cite rg@7cefc55238.",
+                &cite("rg@7cefc55238")
+            ),
+            "Fixed in crates/ignore/src/dir.rs for v0.5.1."
+        );
+        // An answer of its own is kept as written, even where it uses the notes' words
+        // elsewhere than at a sentence's start, or says that nothing answers.
+        for own in [
+            "It finds the first match, then the next match after it.",
+            "The best matches for the task are #918 (the crash) and #919 (its fix).",
+            "None of the leading matches answers the task; #12 is the closest.",
+            "Fixed in crates/ignore/src/dir.rs.\nSee #2690, v0.5.1 too.",
+            // Not Burrow's mark without its closing bracket: nothing after it is cut.
+            "The log says [cut: here and the rest of the line",
+        ] {
+            assert_eq!(without_guidance(own, &cite("o/gui#12")), own);
+        }
+        // Only guidance and nothing the run saw cited: the text stays rather than nothing.
         let only = "Then the next match.";
         assert_eq!(without_guidance(only, &[]), only);
     }

@@ -6,13 +6,14 @@
 // scripts/bench-app-decode.sh.
 //
 // Variants (BENCH_VARIANTS, comma-separated; default all): app (as it ships), app-spin (OpenMP
-// threads that spin while they wait: OMP_WAIT_POLICY=ACTIVE), app-passive (that sleep:
-// PASSIVE), app-spincount (OpenMP's threads spin a shorter while before they sleep:
+// threads that spin while they wait: OMP_WAIT_POLICY=ACTIVE), app-passive (that sleep: PASSIVE),
+// app-spincount (OpenMP's threads spin a shorter while before they sleep:
 // GOMP_SPINCOUNT=BENCH_SPINCOUNT, default 10000; libgomp's default is 300000), app-1t (one engine
-// thread fewer), app-nice (the webview's threads at nice 10), app-still (no CSS animation or
-// transition in the page), app-quiet (this script looks at the page every 2 s rather than every
-// 150 ms while the run goes on: its own polling costs the webview and the driver), cli (the
-// baseline), cli-spin, cli-passive, cli-spincount.
+// thread fewer), app-nice (the webview's threads at nice 10), app-nocomp (WebKit's accelerated
+// compositing off: WEBKIT_DISABLE_COMPOSITING_MODE=1, the page drawn without GL, here llvmpipe),
+// app-still (no CSS animation or transition in the page), app-quiet (this script looks at the page
+// every 2 s rather than every 150 ms while the run goes on: its own polling costs the webview and
+// the driver), cli (the baseline), cli-spin, cli-passive, cli-spincount.
 //
 // Environment: BURROW_APP, BURROW_CLI (both from the same build), BURROW_MODEL (a GGUF; default
 // SmolLM2), BENCH_ROUNDS (default 2), BENCH_STEPS (default 6).
@@ -68,7 +69,9 @@ const waitPolicy = (v) =>
       ? { OMP_WAIT_POLICY: "PASSIVE" }
       : v.endsWith("-spincount")
         ? { GOMP_SPINCOUNT: process.env.BENCH_SPINCOUNT ?? "10000" }
-        : {};
+        : v.endsWith("-nocomp")
+          ? { WEBKIT_DISABLE_COMPOSITING_MODE: "1" }
+          : {};
 
 async function runApp(variant) {
   settings(variant === "app-1t" ? Math.max(1, cpus().length - 1) : null);

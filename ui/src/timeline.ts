@@ -233,7 +233,9 @@ export class Timeline {
           { class: `final status-${run.status}`, "aria-label": "Final answer" },
           h("header", null, h("h3", null, "Answer"), statusBadge(run.status)),
           h("div", { class: "final-text" }, run.finalAnswer),
-          sources ? h("div", { class: "cited sources" }, h("span", { class: "muted" }, "Sources "), sources) : null,
+          sources
+            ? h("div", { class: "cited sources" }, h("span", { class: "muted" }, "Sources "), sources)
+            : null,
         ),
       );
     } else if (run.status !== "running") {
