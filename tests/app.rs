@@ -214,9 +214,41 @@ fn a_run_needs_a_model_and_a_task() {
     assert!(matches!(err, Err(AppError::EmptyTask)), "{err:?}");
 }
 
+/// A run over a workspace that holds nothing searched nothing, step after step, to its limit
+/// (12 steps and a minute with the default model) before saying the workspace does not hold
+/// the answer. It is refused at once, saying how to fill the workspace, before any model call.
+#[test]
+fn a_run_over_an_empty_workspace_is_refused_at_once() {
+    let f = fixture();
+    let model = Arc::new(FakeModel::new([answer("It is 42.")]));
+    f.app.set_model(model.clone(), status("fake"));
+    let err = f.app.run(
+        RunTask::New("Where is the config parsed?".into()),
+        &mut |_| {},
+    );
+    assert!(matches!(err, Err(AppError::EmptyWorkspace)), "{err:?}");
+    assert!(err
+        .unwrap_err()
+        .to_string()
+        .contains("burrow workspace add PATH"));
+    assert!(model.requests().is_empty());
+    assert!(f.app.runs(10).unwrap().is_empty());
+    // Once it holds a repository, the same task runs.
+    add(&f);
+    f.app
+        .run(
+            RunTask::New("Where is the config parsed?".into()),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert!(!model.requests().is_empty());
+    assert_eq!(f.app.runs(10).unwrap().len(), 1);
+}
+
 #[test]
 fn stopping_a_run_ends_it_cancelled_with_its_steps_kept() {
     let f = fixture();
+    add(&f);
     let model = Arc::new(FakeModel::new([
         tool("calculate", json!({"expression": "1 + 1"})),
         answer("2"),
@@ -318,6 +350,7 @@ fn settings_are_checked_saved_and_used() {
     f.app.set_settings(good.clone()).unwrap();
     let reopened = App::open(f.app.home().clone()).unwrap();
     assert_eq!(reopened.settings(), good);
+    add(&f);
 
     // max_steps = 1: the run stops after one step.
     let model = Arc::new(FakeModel::new([

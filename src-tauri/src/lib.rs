@@ -80,6 +80,7 @@ impl From<AppError> for CommandError {
             AppError::NoModel => "no_model",
             AppError::RunInProgress => "run_in_progress",
             AppError::EmptyTask => "empty_task",
+            AppError::EmptyWorkspace => "empty_workspace",
             AppError::Open { .. } => "open",
             AppError::FetchInProgress(_) => "fetch_in_progress",
             AppError::Serve(_) | AppError::NotServing | AppError::OwnServer(_) => "serve",

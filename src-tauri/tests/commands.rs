@@ -102,6 +102,15 @@ impl Fixture {
             .collect()
     }
 
+    /// Adds the fixture's project to the workspace: a run needs something to answer from.
+    fn add_project(&self) {
+        self.invoke(
+            "add_repository",
+            json!({"path": self.project, "onEvent": "__CHANNEL__:99"}),
+        )
+        .unwrap();
+    }
+
     fn use_fake_model(&self, turns: Vec<FakeTurn>) {
         let status = ModelStatus {
             name: "fake".into(),
@@ -280,6 +289,7 @@ fn startup_indexes_the_default_workspace_once_with_progress_over_the_channel() {
 #[test]
 fn a_run_streams_every_step_over_the_channel_and_is_kept_in_history() {
     let f = fixture();
+    f.add_project();
     // Step 0 is Burrow's search with the task (issue 22); the model writes steps 1 and 2.
     f.use_fake_model(vec![
         tool("calculate", json!({"expression": "6 * 7"})),
@@ -354,6 +364,7 @@ fn stop_run_ends_the_run_cancelled_while_the_window_keeps_answering() {
         }
     });
     let f = fixture_with(|_| Startup::default(), Some(on_delivery));
+    f.add_project();
     // Stopped after step 0, Burrow's own search: the model never writes.
     f.use_fake_model(vec![
         tool("calculate", json!({"expression": "1 + 1"})),
@@ -393,6 +404,7 @@ fn stop_run_ends_the_run_cancelled_while_the_window_keeps_answering() {
 #[test]
 fn resume_run_continues_an_interrupted_run_from_its_kept_steps() {
     let f = fixture();
+    f.add_project();
     let core = f.app.state::<Shell>().app().clone();
     let kept_thought = "kept before the app was closed";
     let id = {
@@ -471,6 +483,22 @@ fn failures_reach_the_page_as_clear_messages_and_lose_nothing() {
         )
         .unwrap_err();
     assert_eq!(err["kind"], "no_model");
+    // With a model but nothing in the workspace, a run is refused before it starts.
+    f.use_fake_model(vec![answer("never asked")]);
+    let err = f
+        .invoke(
+            "start_run",
+            json!({"task": "anything", "onEvent": "__CHANNEL__:40"}),
+        )
+        .unwrap_err();
+    assert_eq!(err["kind"], "empty_workspace", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("add a repository"),
+        "{err}"
+    );
 
     f.invoke(
         "add_repository",

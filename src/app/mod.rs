@@ -65,6 +65,12 @@ pub enum AppError {
     RunInProgress,
     #[error("the task is empty")]
     EmptyTask,
+    #[error(
+        "the workspace holds nothing to answer from: add a repository or import issues first \
+         (Workspace in the app; `burrow workspace add PATH` or `burrow workspace import FILE \
+         --repo OWNER/NAME`)"
+    )]
+    EmptyWorkspace,
     #[error("{what} cannot be opened: {message}")]
     Open { what: String, message: String },
     #[error("{0} is already being downloaded")]
@@ -1067,6 +1073,7 @@ impl App {
         model: &'a dyn LanguageModel,
         mut config: AgentConfig,
     ) -> Result<Agent<'a>, AppError> {
+        self.check_answerable()?;
         if config.repos.is_empty() {
             config.repos = self.repo_names()?;
         }
@@ -1074,6 +1081,16 @@ impl App {
             .with_store(&*self.workspace)
             .with_warm_start(self.home.warm_start_dir())
             .with_hook(Arc::new(TracingHook)))
+    }
+
+    /// Whether a run has anything to answer from: a run over an empty workspace searched
+    /// nothing step after step to its limit (12 steps and a minute with the default model),
+    /// to say the workspace does not hold it. Tools from MCP servers may answer without one.
+    pub fn check_answerable(&self) -> Result<(), AppError> {
+        if self.workspace.repos()?.is_empty() && !self.tools.has_dynamic() {
+            return Err(AppError::EmptyWorkspace);
+        }
+        Ok(())
     }
 
     /// The names a tool's `repo` argument takes: each repository's name, and its `owner/name`

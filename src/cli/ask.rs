@@ -111,6 +111,8 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     if let Some(p) = &args.persona {
         config.persona = p.clone();
     }
+    // Before the model loads: an empty workspace is said at once.
+    app.check_answerable()?;
     super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
     let model = load_model(home, &args.model)?;
     let mut agent = app.agent(&*model.model, config)?.with_prompt(prompt);

@@ -303,6 +303,8 @@ pub enum RegistryError {
 #[derive(Default, Clone)]
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn ErasedTool>>,
+    /// How many came from outside Burrow at run time (an MCP server's).
+    dynamic: usize,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -335,7 +337,15 @@ impl ToolRegistry {
         spec: ToolSpec,
         call: DynamicCall,
     ) -> Result<(), RegistryError> {
-        self.add(Arc::new(Dynamic { spec, call }))
+        self.add(Arc::new(Dynamic { spec, call }))?;
+        self.dynamic += 1;
+        Ok(())
+    }
+
+    /// Whether any tool came from outside Burrow (`register_dynamic`): those may answer from
+    /// elsewhere than the workspace.
+    pub fn has_dynamic(&self) -> bool {
+        self.dynamic > 0
     }
 
     fn add(&mut self, tool: Arc<dyn ErasedTool>) -> Result<(), RegistryError> {
