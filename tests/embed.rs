@@ -453,6 +453,33 @@ fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_v
         .unwrap()
         .text
         .contains("#1"));
+    drop(app);
+
+    // `burrow search` takes the embedding model as the app and `ask` do: the settings' where
+    // none is named (it loaded the catalogue's, and failed where that was not downloaded),
+    // and one that cannot be loaded leaves the search to words, saying why (it failed).
+    let search_cli = |settings: Value| {
+        std::fs::write(dir.path().join("home/settings.json"), settings.to_string()).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+            .args(["--home", dir.path().join("home").to_str().unwrap()])
+            .args(["search", task])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}{stderr}");
+        format!("{stdout}{stderr}")
+    };
+    let by_meaning = search_cli(serde_json::json!({"embedding_model": model}));
+    assert!(by_meaning.contains("segfault"), "{by_meaning}");
+    assert!(!by_meaning.contains("ranked by words only"), "{by_meaning}");
+    let missing = missing.to_str().unwrap();
+    let by_words = search_cli(serde_json::json!({"embedding_model": missing}));
+    assert!(
+        by_words.contains("ranked by words only: the embedding model is not loaded")
+            && by_words.contains("missing.gguf"),
+        "{by_words}"
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use super::AppError;
 use crate::config::BurrowHome;
 use crate::llm::embed::{EmbedError, EmbeddingModel, DEFAULT_BATCH_TOKENS};
 use crate::workspace::vectors::MAX_EMBED_CHARS;
-use crate::workspace::{Embedder, QueryEmbedder, Workspace, MAX_EMBED_TOKENS};
+use crate::workspace::{Embedder, QueryEmbedder, MAX_EMBED_TOKENS};
 
 /// The embedding model as the workspace sees it.
 pub struct ModelEmbedder {
@@ -203,23 +203,6 @@ fn serve_queries(model: &EmbeddingModel, queue: mpsc::Receiver<QueryJob>) {
         }
         let _ = reply.send(result);
     }
-}
-
-/// Loads the embedding model for searches, when the workspace has vectors of it to compare
-/// queries with (else nothing is loaded: the model would go unused). Installed in `ws`, so
-/// every search, the agent's tools' too, ranks by meaning as well.
-pub fn attach_for_search(
-    home: &BurrowHome,
-    ws: &Workspace,
-    query: Option<&str>,
-    threads: u32,
-) -> Result<bool, AppError> {
-    if ws.vectors_status()?.is_none_or(|(_, _, n)| n == 0) {
-        return Ok(false);
-    }
-    let embedder = ModelEmbedder::load(home, query, threads)?;
-    ws.set_query_embedder(Some(Arc::new(embedder)));
-    Ok(true)
 }
 
 #[cfg(test)]

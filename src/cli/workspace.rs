@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use burrow::app::meaning::{attach_for_search, ModelEmbedder};
+use burrow::app::meaning::ModelEmbedder;
 use burrow::app::search::SearchRequest;
+use burrow::app::App;
 use burrow::config::BurrowHome;
 use burrow::workspace::{IndexEvent, IndexPhase, IndexReport, Kind, SearchMode, Workspace};
 
@@ -306,7 +307,8 @@ fn print_reports(reports: &[IndexReport], json: bool) -> Result<ExitCode> {
 }
 
 pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
-    let ws = Workspace::open(home)?;
+    let app = App::open(home.clone())?;
+    let ws = app.workspace();
     let kinds = args
         .kind
         .iter()
@@ -327,21 +329,24 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         mode: SearchMode::parse(&args.mode)?,
     };
     let query = request.query()?;
-    if query.mode != SearchMode::Words {
-        attach_for_search(
-            home,
-            &ws,
-            args.embedding_model.as_deref(),
-            super::embed::default_threads(),
-        )?;
-    }
-    let page = burrow::app::search::search(&ws, &query, None)?;
+    // The embedding model as the app's search box and `ask` take it: the one named here, else
+    // the settings', else the catalogue's; one that cannot be loaded leaves the search to
+    // words, and its page says why (this search failed instead, and ignored the settings).
+    let why_not = match query.mode {
+        SearchMode::Words => None,
+        _ => app.search_by_meaning(args.embedding_model.as_deref())?,
+    };
+    let page = burrow::app::search::search(ws, &query, why_not)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page.hits)?);
         return Ok(ExitCode::SUCCESS);
     }
     if page.hits.is_empty() {
         println!("Nothing found for {:?}.", args.query);
+        // Why it ranked by words alone, where it did: the reason nothing was found by meaning.
+        if let Some(note) = &page.note {
+            println!("(note: {note})");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     for (i, h) in page.hits.iter().enumerate() {
