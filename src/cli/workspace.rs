@@ -307,8 +307,6 @@ fn print_reports(reports: &[IndexReport], json: bool) -> Result<ExitCode> {
 }
 
 pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
-    let app = App::open(home.clone())?;
-    let ws = app.workspace();
     let kinds = args
         .kind
         .iter()
@@ -332,11 +330,16 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
     // The embedding model as the app's search box and `ask` take it: the one named here, else
     // the settings', else the catalogue's; one that cannot be loaded leaves the search to
     // words, and its page says why (this search failed instead, and ignored the settings).
-    let why_not = match query.mode {
-        SearchMode::Words => None,
-        _ => app.search_by_meaning(args.embedding_model.as_deref())?,
+    // By words alone the workspace is enough (opening the app, its tools' grammars checked,
+    // doubled the 6 ms such a search takes from the command line).
+    let page = match query.mode {
+        SearchMode::Words => burrow::app::search::search(&Workspace::open(home)?, &query, None)?,
+        _ => {
+            let app = App::open(home.clone())?;
+            let why_not = app.search_by_meaning(args.embedding_model.as_deref())?;
+            burrow::app::search::search(app.workspace(), &query, why_not)?
+        }
     };
-    let page = burrow::app::search::search(ws, &query, why_not)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page.hits)?);
         return Ok(ExitCode::SUCCESS);
