@@ -429,6 +429,47 @@ mod tests {
         assert_eq!(without_guidance(only, &[]), only);
     }
 
+    /// The answer is a model's text, anything at all: pieces of the notes, cut marks, dots,
+    /// line breaks and characters of several bytes, in any order, never panic, and what is
+    /// left is the text's own (never longer, never Burrow's note).
+    #[test]
+    fn any_text_is_taken_apart_without_a_panic() {
+        let pieces = [
+            "If one answers it, cite x.",
+            "[cut: ",
+            "]",
+            "[cut at line 3 of 9]",
+            ".",
+            " ",
+            "\n",
+            "é",
+            "«",
+            "日本",
+            "a.rs",
+            "Then the next match.",
+            "?",
+            "!",
+            "\t",
+            "then the next match",
+        ];
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..5_000 {
+            let mut text = String::new();
+            for _ in 0..(seed % 9) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                text.push_str(pieces[(seed % pieces.len() as u64) as usize]);
+            }
+            let out = without_guidance(&text, &[]);
+            assert!(out.len() <= text.len(), "{text:?} -> {out:?}");
+            assert!(
+                out == text || !out.to_lowercase().starts_with("if one answers it,"),
+                "{text:?} -> {out:?}"
+            );
+        }
+    }
+
     /// Issue 22's eval flagged `#277` (linked in the issue the run opened), a hash quoted in a
     /// pull request's review and the files a commit lists as "never seen": the run saw each
     /// one, in an observation's text.
