@@ -458,11 +458,12 @@ fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_v
     // `burrow search` takes the embedding model as the app and `ask` do: the settings' where
     // none is named (it loaded the catalogue's, and failed where that was not downloaded),
     // and one that cannot be loaded leaves the search to words, saying why (it failed).
-    let search_cli = |settings: Value| {
+    let search_cli = |settings: Value, json: bool| {
         std::fs::write(dir.path().join("home/settings.json"), settings.to_string()).unwrap();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
             .args(["--home", dir.path().join("home").to_str().unwrap()])
             .args(["search", task])
+            .args(json.then_some("--json"))
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -470,15 +471,21 @@ fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_v
         assert!(out.status.success(), "{stdout}{stderr}");
         format!("{stdout}{stderr}")
     };
-    let by_meaning = search_cli(serde_json::json!({"embedding_model": model}));
+    let by_meaning = search_cli(serde_json::json!({"embedding_model": model}), false);
     assert!(by_meaning.contains("segfault"), "{by_meaning}");
     assert!(!by_meaning.contains("ranked by words only"), "{by_meaning}");
     let missing = missing.to_str().unwrap();
-    let by_words = search_cli(serde_json::json!({"embedding_model": missing}));
+    let by_words = search_cli(serde_json::json!({"embedding_model": missing}), false);
     assert!(
         by_words.contains("ranked by words only: the embedding model is not loaded")
             && by_words.contains("missing.gguf"),
         "{by_words}"
+    );
+    // With --json the hits are the output, and the note is said beside them.
+    let json = search_cli(serde_json::json!({"embedding_model": missing}), true);
+    assert!(
+        json.starts_with('[') && json.contains("note: ranked by words only"),
+        "{json}"
     );
 }
 

@@ -342,6 +342,10 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page.hits)?);
+        // The hits are the JSON; why they were ranked by words alone goes beside them.
+        if let Some(note) = &page.note {
+            eprintln!("note: {note}");
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if page.hits.is_empty() {
