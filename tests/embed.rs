@@ -481,6 +481,19 @@ fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_v
             && by_words.contains("missing.gguf"),
         "{by_words}"
     );
+    // A model named on the command line must load: the search fails, saying why.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["--home", dir.path().join("home").to_str().unwrap()])
+        .args(["search", task, "--embedding-model", missing])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && stderr.contains("cannot rank by meaning with")
+            && stderr.contains("missing.gguf"),
+        "{stderr}"
+    );
     // With --json the hits are the output, and the note is said beside them.
     let json = search_cli(serde_json::json!({"embedding_model": missing}), true);
     assert!(

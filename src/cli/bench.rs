@@ -116,6 +116,7 @@ fn bench_agent_run(
     }
     let protocol = super::ask::protocol(protocol_name)?;
     let app = App::open(home.clone())?;
+    app.check_answerable()?;
     let mut config = AgentConfig {
         protocol,
         max_steps: steps,

@@ -115,6 +115,8 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
         args.models.iter().cloned().map(Some).collect()
     };
     let app = App::open(home.clone())?;
+    // Before any model loads: an empty workspace is said at once.
+    app.check_answerable()?;
     // The runs' searches rank as a user's do, by meaning as well where the workspace has
     // vectors, and so does the baseline's: the agent is measured against the search it has.
     super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;

@@ -327,18 +327,24 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         mode: SearchMode::parse(&args.mode)?,
     };
     let query = request.query()?;
-    // The embedding model as the app's search box and `ask` take it: the one named here, else
-    // the settings', else the catalogue's; one that cannot be loaded leaves the search to
-    // words, and its page says why (this search failed instead, and ignored the settings).
-    // By words alone the workspace is enough (opening the app, its tools' grammars checked,
-    // doubled the 6 ms such a search takes from the command line).
-    let page = match query.mode {
-        SearchMode::Words => burrow::app::search::search(&Workspace::open(home)?, &query, None)?,
-        _ => {
-            let app = App::open(home.clone())?;
-            let why_not = app.search_by_meaning(args.embedding_model.as_deref())?;
-            burrow::app::search::search(app.workspace(), &query, why_not)?
+    // The embedding model as the app's search box and `ask` take it: the settings', else the
+    // catalogue's; one that cannot be loaded leaves the search to words, and its page says why
+    // (this search failed instead, and ignored the settings). A model named here must load.
+    // By words alone, or over a workspace with no vectors, the workspace is enough (opening
+    // the app, its tools' grammars checked, doubled the 6 ms such a search takes).
+    let ws = Workspace::open(home)?;
+    let has_vectors = ws.vectors_status()?.is_some_and(|(_, _, n)| n > 0);
+    let page = if query.mode == SearchMode::Words || !has_vectors {
+        burrow::app::search::search(&ws, &query, None)?
+    } else {
+        drop(ws);
+        let app = App::open(home.clone())?;
+        let named = args.embedding_model.as_deref();
+        let why_not = app.search_by_meaning(named)?;
+        if let (Some(model), Some(why)) = (named, &why_not) {
+            anyhow::bail!("cannot rank by meaning with {model}: {why}");
         }
+        burrow::app::search::search(app.workspace(), &query, why_not)?
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&page.hits)?);
