@@ -513,7 +513,7 @@ fn main() -> anyhow::Result<()> {
 fn latency_bench(home: &Path, model: &Path, recording: bool) -> anyhow::Result<serde_json::Value> {
     use burrow::agent::{record::RunStatus, RunStore};
     let ws = Workspace::open_at(&home.join("workspace.db"))?;
-    let embedder = burrow::app::meaning::ModelEmbedder::load_path(model, 1)?;
+    let embedder = burrow::app::meaning::ModelEmbedder::load_path(model, 1, None)?;
     ws.set_query_embedder(Some(std::sync::Arc::new(embedder)));
     let modes = [SearchMode::Words, SearchMode::Hybrid];
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];

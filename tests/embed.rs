@@ -187,7 +187,7 @@ fn queries_embedded_in_the_kept_context_are_as_from_a_fresh_one() {
     use burrow::workspace::QueryEmbedder;
     let _guard = common::exclusive();
     let m = model();
-    let embedder = ModelEmbedder::load_path(minilm(), 1).unwrap();
+    let embedder = ModelEmbedder::load_path(minilm(), 1, None).unwrap();
     let texts = [
         "a wallet closed during a rescan crashed the GUI",
         "ripgrep respects .gitignore",
@@ -272,7 +272,7 @@ fn a_units_vector_is_made_from_its_start_alone() {
         "{start}{}",
         "Coin control lets the user choose which outputs to spend. ".repeat(30)
     );
-    let embedder = ModelEmbedder::load_path(minilm(), 2).unwrap();
+    let embedder = ModelEmbedder::load_path(minilm(), 2, None).unwrap();
     let mut units = &embedder;
     let v = units.embed(&[&a, &b, "Coin control"]).unwrap();
     assert!(cosine(&v[0], &v[1]) > 0.9999, "{}", cosine(&v[0], &v[1]));
@@ -298,7 +298,7 @@ fn a_querys_vector_is_made_from_its_start_alone() {
     let m = model();
     let start = "The wallet window freezes while rescanning. ".repeat(40);
     assert!(m.tokens(&start).len() > MAX_EMBED_TOKENS.min(m.max_tokens()));
-    let embedder = ModelEmbedder::load_path(minilm(), 1).unwrap();
+    let embedder = ModelEmbedder::load_path(minilm(), 1, None).unwrap();
     let a = embedder
         .embed_query(&format!(
             "{start}{}",
@@ -311,6 +311,147 @@ fn a_querys_vector_is_made_from_its_start_alone() {
     let q = "Coin control";
     let short = m.embed(&[q]).unwrap().remove(0);
     assert!(cosine(&embedder.embed_query(q).unwrap(), &short) > 0.9999);
+}
+
+/// Issue 18 ("any GGUF embedding model the user has (nomic-embed, bge, …) can replace it"):
+/// such a model was given bare texts, where it was trained with a task prompt before each
+/// query and each document (nomic-embed-text: "search_query: " and "search_document: "), as
+/// sentence-transformers gives them; its vectors were not the ones it ranks well with. Now
+/// the prompts come from the file (Burrow's converter keeps them), else from the model's
+/// family as its name says, else from the settings, and vectors made with other prompts are
+/// another model's.
+#[test]
+fn a_model_trained_with_prompts_is_given_them_before_each_query_and_unit() {
+    use burrow::app::settings::EmbeddingPrompts;
+    use burrow::llm::embed::prompts::{DOCUMENT_PROMPT_KEY, QUERY_PROMPT_KEY};
+    use burrow::llm::gguf::{rewrite_metadata, MetaEdit, MetaValue};
+    use burrow::workspace::QueryEmbedder;
+    let _guard = common::exclusive();
+    let m = model();
+    let vector = |text: &str| m.embed(&[text]).unwrap().remove(0);
+    let (q, doc) = (
+        "which pull request fixed the peers table freezing?",
+        "Fix the peers table freezing when it is sorted by address",
+    );
+    // MiniLM's weights under other names: what is tested is what the model is given.
+    let dir = tempfile::tempdir().unwrap();
+    let renamed = |file: &str, edits: Vec<MetaEdit>| {
+        let path = dir.path().join(file);
+        rewrite_metadata(minilm(), &path, &edits).unwrap();
+        path
+    };
+    let set = |k: &str, v: &str| MetaEdit::Set(k.into(), MetaValue::String(v.into()));
+    // Named inside the file (a downloaded file renamed by hand, or an Ollama blob).
+    let nomic = renamed(
+        "model.gguf",
+        vec![set("general.name", "nomic-embed-text-v1.5")],
+    );
+    let e = ModelEmbedder::load_path(&nomic, 1, None).unwrap();
+    assert_eq!(
+        (e.prompts().query.as_str(), e.prompts().document.as_str()),
+        ("search_query: ", "search_document: ")
+    );
+    let got = e.embed_query(q).unwrap();
+    assert!(cosine(&got, &vector(&format!("search_query: {q}"))) > 0.9999);
+    assert!(cosine(&got, &vector(q)) < 0.99, "the bare query's vector");
+    let unit = (&e).embed(&[doc]).unwrap().remove(0);
+    assert!(cosine(&unit, &vector(&format!("search_document: {doc}"))) > 0.9999);
+    let plain = ModelEmbedder::load_path(minilm(), 1, None).unwrap();
+    assert!(plain.prompts().is_empty());
+    let name = Embedder::name(&&e);
+    assert!(name.starts_with("model.gguf, prompts "), "{name}");
+    assert_ne!(QueryEmbedder::name(&e), "model.gguf");
+
+    // By the file's name alone.
+    let bge = renamed("bge-small-en-v1.5-q8_0.gguf", vec![]);
+    let e = ModelEmbedder::load_path(&bge, 1, None).unwrap();
+    let want = "Represent this sentence for searching relevant passages: ";
+    assert_eq!(e.prompts().query, want);
+    assert!(cosine(&e.embed_query(q).unwrap(), &vector(&format!("{want}{q}"))) > 0.9999);
+    assert!(cosine(&(&e).embed(&[doc]).unwrap()[0], &vector(doc)) > 0.9999);
+
+    // The file's own prompts (as the converter writes them) win over its name, even none.
+    let own = renamed(
+        "nomic-embed-text-v1.5.f16.gguf",
+        vec![
+            set(QUERY_PROMPT_KEY, "query: "),
+            set(DOCUMENT_PROMPT_KEY, ""),
+        ],
+    );
+    let e = ModelEmbedder::load_path(&own, 1, None).unwrap();
+    assert_eq!(e.prompts().source, "the model file");
+    assert!(cosine(&e.embed_query(q).unwrap(), &vector(&format!("query: {q}"))) > 0.9999);
+    assert!(cosine(&(&e).embed(&[doc]).unwrap()[0], &vector(doc)) > 0.9999);
+
+    // The settings' prompts replace the model's own; empty ones give the texts bare.
+    let none = EmbeddingPrompts::default();
+    let e = ModelEmbedder::load_path(&nomic, 1, Some(&none)).unwrap();
+    assert!(cosine(&e.embed_query(q).unwrap(), &vector(q)) > 0.9999);
+    assert_eq!(Embedder::name(&&e), "model.gguf");
+    assert!(e.uses(Some(&none)) && !e.uses(None));
+}
+
+/// The app's embedding pass follows the settings' prompts: other prompts are another
+/// model's vectors, so the workspace is embedded again (said in the report), and queries are
+/// embedded with the prompts its units were.
+#[test]
+fn prompts_changed_in_settings_embed_the_workspace_again() {
+    use burrow::app::settings::{EmbeddingPrompts, Settings};
+    use burrow::workspace::QueryEmbedder;
+    let _guard = common::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let home = BurrowHome::new(dir.path().join("home"));
+    let issues: Vec<Value> = (1..=3)
+        .map(|n| {
+            serde_json::json!({
+                "number": n, "title": format!("Issue {n}"), "body": "The wallet window freezes.",
+                "state": "open", "user": {"login": "ann"},
+                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
+            })
+        })
+        .collect();
+    let export = dir.path().join("issues.json");
+    std::fs::write(&export, serde_json::to_string(&issues).unwrap()).unwrap();
+    let model = minilm().to_str().unwrap().to_string();
+    let app = App::open(home.clone()).unwrap();
+    app.workspace().import(&export, "o/r", &mut |_| {}).unwrap();
+    let mut settings = Settings {
+        embedding_model: model.clone(),
+        ..Settings::default()
+    };
+    app.set_settings(settings.clone()).unwrap();
+    let first = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert!(first.replaced_model.is_none() && first.embedded == first.total);
+    let again = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert_eq!(again.embedded, 0, "nothing changed, nothing to embed");
+
+    settings.embedding_prompts = Some(EmbeddingPrompts {
+        query: "query: ".into(),
+        document: "passage: ".into(),
+    });
+    app.set_settings(settings.clone()).unwrap();
+    let prompted = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert!(
+        prompted
+            .replaced_model
+            .as_deref()
+            .is_some_and(|m| m.contains("all-MiniLM")),
+        "{prompted:?}"
+    );
+    assert_eq!(prompted.embedded, prompted.total);
+    let (name, _, n) = app.workspace().vectors_status().unwrap().unwrap();
+    assert!(name.contains(", prompts "), "{name}");
+    assert_eq!(n, prompted.total);
+    // The queries' model is the one the units were embedded with.
+    let loaded = ModelEmbedder::load(&home, None, 1).unwrap();
+    assert_eq!(loaded.prompts().query, "query: ");
+    assert!(name.starts_with(&QueryEmbedder::name(&loaded)), "{name}");
+
+    // Back to the model's own (none): embedded again, as first.
+    settings.embedding_prompts = None;
+    app.set_settings(settings).unwrap();
+    let back = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert!(back.replaced_model.is_some() && back.embedded == back.total);
 }
 
 #[test]
@@ -414,7 +555,7 @@ fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_v
             .is_some_and(|w| w.contains("burrow workspace embed")),
         "{why:?}"
     );
-    let embedder = ModelEmbedder::load_path(minilm(), 2).unwrap();
+    let embedder = ModelEmbedder::load_path(minilm(), 2, None).unwrap();
     app.workspace()
         .embed_pending(&mut &embedder, &mut |_| {})
         .unwrap();

@@ -5,9 +5,12 @@
 use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 
+use sha2::{Digest, Sha256};
+
+use super::settings::{EmbeddingPrompts, Settings};
 use super::AppError;
 use crate::config::BurrowHome;
-use crate::llm::embed::{EmbedError, EmbeddingModel, DEFAULT_BATCH_TOKENS};
+use crate::llm::embed::{EmbedError, EmbeddingModel, Prompts, DEFAULT_BATCH_TOKENS};
 use crate::workspace::vectors::MAX_EMBED_CHARS;
 use crate::workspace::{Embedder, QueryEmbedder, MAX_EMBED_TOKENS};
 
@@ -15,6 +18,8 @@ use crate::workspace::{Embedder, QueryEmbedder, MAX_EMBED_TOKENS};
 pub struct ModelEmbedder {
     model: Arc<EmbeddingModel>,
     name: String,
+    /// What each query and each unit is given before it: the settings', else the model's own.
+    prompts: Prompts,
     /// The thread that embeds queries, in one context kept from query to query: making a
     /// context took 3-10 ms of a long question's 40 ms, on the path of every search by meaning.
     queries: QueryThread,
@@ -24,39 +29,94 @@ impl std::fmt::Debug for ModelEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ModelEmbedder")
             .field("name", &self.name)
+            .field("prompts", &self.prompts)
             .finish()
     }
 }
 
 impl ModelEmbedder {
-    /// Loads the embedding model `query` names (a path or a catalogue id; the catalogue's
-    /// default when None).
+    /// Loads the embedding model `query` names (a path or a catalogue id), else the settings',
+    /// else the catalogue's, with the settings' prompts where it is the settings' model: what
+    /// the app loads, so the CLI's vectors are the app's.
     pub fn load(home: &BurrowHome, query: Option<&str>, threads: u32) -> Result<Self, AppError> {
-        let path = super::models::embedding_model(home, query)?;
-        Self::load_path(&path, threads)
+        let settings = Settings::load(home)?;
+        let path = super::models::embedding_model(home, query.or(settings.embedding_setting()))?;
+        let prompts = settings_prompts(home, &settings, &path);
+        Self::load_path(&path, threads, prompts)
     }
 
     pub fn path(&self) -> &Path {
         self.model.path()
     }
 
-    pub fn load_path(path: &Path, threads: u32) -> Result<Self, AppError> {
+    /// What each query and each unit is given before it.
+    pub fn prompts(&self) -> &Prompts {
+        &self.prompts
+    }
+
+    /// Whether this is the model loaded with `prompts` (the settings'; None: its own).
+    pub fn uses(&self, prompts: Option<&EmbeddingPrompts>) -> bool {
+        chosen(&self.model, prompts) == self.prompts
+    }
+
+    /// Loads the model at `path`; `prompts` (the settings') replace the model's own.
+    pub fn load_path(
+        path: &Path,
+        threads: u32,
+        prompts: Option<&EmbeddingPrompts>,
+    ) -> Result<Self, AppError> {
         let model = EmbeddingModel::load(path, threads).map_err(embed_err)?;
-        // The file's name says which model made a vector: another file is another model.
-        let name = path
+        let prompts = chosen(&model, prompts);
+        // The file's name says which model made a vector: another file is another model, and
+        // so are other prompts (a vector of "search_document: " and the text is not the
+        // text's).
+        let file = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
+        let name = if prompts.is_empty() {
+            file
+        } else {
+            let digest = Sha256::digest(format!("{}\0{}", prompts.query, prompts.document));
+            let short: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+            format!("{file}, prompts {short}")
+        };
         let model = Arc::new(model);
         let for_queries = Arc::clone(&model);
         Ok(ModelEmbedder {
             model,
             name,
+            prompts: prompts.clone(),
             queries: QueryThread::new(move || {
                 let model = Arc::clone(&for_queries);
-                spawn_worker(move |queue| serve_queries(&model, queue))
+                let prompts = prompts.clone();
+                spawn_worker(move |queue| serve_queries(&model, &prompts, queue))
             }),
         })
+    }
+}
+
+/// The settings' prompts where `path` is the settings' embedding model: they were written for
+/// that model, not for one named for a single command.
+pub fn settings_prompts<'s>(
+    home: &BurrowHome,
+    settings: &'s Settings,
+    path: &Path,
+) -> Option<&'s EmbeddingPrompts> {
+    let prompts = settings.embedding_prompts.as_ref()?;
+    let theirs = super::models::embedding_model(home, settings.embedding_setting()).ok()?;
+    (theirs == path).then_some(prompts)
+}
+
+/// The prompts the settings give (`given`), else the model's own.
+fn chosen(model: &EmbeddingModel, given: Option<&EmbeddingPrompts>) -> Prompts {
+    match given {
+        Some(p) => Prompts {
+            query: p.query.clone(),
+            document: p.document.clone(),
+            source: "settings".into(),
+        },
+        None => model.prompts().clone(),
     }
 }
 
@@ -75,6 +135,13 @@ impl Embedder for &ModelEmbedder {
     }
 
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        let prompted: Vec<String>;
+        let texts = if self.prompts.document.is_empty() {
+            texts
+        } else {
+            prompted = texts.iter().map(|t| self.prompts.document(t)).collect();
+            &prompted.iter().map(String::as_str).collect::<Vec<_>>()
+        };
         self.model
             .session(DEFAULT_BATCH_TOKENS)
             .and_then(|mut s| s.embed_starts(texts, MAX_EMBED_TOKENS))
@@ -173,10 +240,10 @@ fn spawn_worker(
     Ok(QueryWorker { jobs, thread })
 }
 
-/// Embeds queries one at a time, in a context it keeps. One thread: the query is embedded while
+/// Embeds queries one at a time (each after the query prompt), in a context it keeps. One thread: the query is embedded while
 /// its words rank on the other core, and two threads fighting the ranking were slower (68
 /// questions: p95 118 ms against 78 ms). A context that failed is made again for the next query.
-fn serve_queries(model: &EmbeddingModel, queue: mpsc::Receiver<QueryJob>) {
+fn serve_queries(model: &EmbeddingModel, prompts: &Prompts, queue: mpsc::Receiver<QueryJob>) {
     // Made on the first query, not before: a worker whose context failed makes another.
     let mut session = None;
     for (text, reply) in queue {
@@ -192,7 +259,7 @@ fn serve_queries(model: &EmbeddingModel, queue: mpsc::Receiver<QueryJob>) {
         }
         let Some(s) = session.as_mut() else { continue };
         let result = s
-            .embed_starts(&[text.as_str()], MAX_EMBED_TOKENS)
+            .embed_starts(&[prompts.query(&text).as_str()], MAX_EMBED_TOKENS)
             .map_err(|e| e.to_string())
             .and_then(|mut v| {
                 v.pop()

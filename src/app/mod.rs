@@ -914,8 +914,7 @@ impl App {
 
     /// The embedding model the settings name (None: the catalogue's).
     fn embedding_setting(&self) -> Option<String> {
-        let setting = lock(&self.settings).embedding_model.clone();
-        Some(setting.trim().to_string()).filter(|s| !s.is_empty())
+        lock(&self.settings).embedding_setting().map(str::to_string)
     }
 
     fn embed_once(&self, on_event: &mut dyn FnMut(AppEvent)) -> Result<EmbedReport, AppError> {
@@ -941,8 +940,15 @@ impl App {
         query: Option<&str>,
     ) -> Result<Arc<meaning::ModelEmbedder>, AppError> {
         let path = models::embedding_model(&self.home, query)?;
+        let prompts = {
+            let settings = lock(&self.settings);
+            meaning::settings_prompts(&self.home, &settings, &path).cloned()
+        };
         let mut loaded = lock(&self.embedder);
-        if let Some(m) = loaded.as_ref().filter(|m| m.path() == path) {
+        if let Some(m) = loaded
+            .as_ref()
+            .filter(|m| m.path() == path && m.uses(prompts.as_ref()))
+        {
             return Ok(m.clone());
         }
         let stamp = std::fs::metadata(&path)
@@ -957,7 +963,7 @@ impl App {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get().saturating_sub(1).max(1) as u32)
             .unwrap_or(1);
-        let model = match meaning::ModelEmbedder::load_path(&path, threads) {
+        let model = match meaning::ModelEmbedder::load_path(&path, threads, prompts.as_ref()) {
             Ok(m) => Arc::new(m),
             Err(e) => {
                 *lock(&self.embedder_failed) = Some((path, stamp, e.to_string()));

@@ -51,6 +51,11 @@ pub struct Settings {
     /// id; empty keeps the catalogue's (all-MiniLM-L6-v2). Another model embeds the
     /// workspace again.
     pub embedding_model: String,
+    /// What each query and each searchable unit is given before it is embedded, in place of
+    /// the embedding model's own prompts (Burrow knows those of nomic-embed-text, bge, e5,
+    /// arctic-embed, mxbai, EmbeddingGemma and Qwen3-Embedding). None: the model's own. Other
+    /// prompts embed the workspace again.
+    pub embedding_prompts: Option<EmbeddingPrompts>,
     /// Load settings per model, keyed by the model's file path; unset fields take the
     /// engine's defaults.
     pub models: BTreeMap<String, LoadOptions>,
@@ -59,6 +64,14 @@ pub struct Settings {
     /// The model in use, served over the OpenAI API on this machine (`burrow serve` from the
     /// app).
     pub serve: ServeSettings,
+}
+
+/// Texts put before a query and before a document for the embedding model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EmbeddingPrompts {
+    pub query: String,
+    pub document: String,
 }
 
 /// Whether the app serves the model in use over the OpenAI API, and where.
@@ -97,6 +110,7 @@ impl Default for Settings {
             require_plan_done: agent.require_plan_done,
             persona: String::new(),
             embedding_model: String::new(),
+            embedding_prompts: None,
             models: BTreeMap::new(),
             mcp_servers: Vec::new(),
             serve: ServeSettings::default(),
@@ -108,8 +122,14 @@ impl Default for Settings {
 pub const MAX_STEPS: usize = 200;
 pub const MAX_TEMPERATURE: f32 = 2.0;
 pub const SUMMARIZE_RANGE: (f64, f64) = (0.3, 0.95);
+pub const MAX_EMBEDDING_PROMPT: usize = 300;
 
 impl Settings {
+    /// The embedding model these settings name (None: the catalogue's).
+    pub fn embedding_setting(&self) -> Option<&str> {
+        Some(self.embedding_model.trim()).filter(|s| !s.is_empty())
+    }
+
     pub fn path(home: &BurrowHome) -> PathBuf {
         home.path().join(SETTINGS_FILE)
     }
@@ -199,6 +219,22 @@ impl Settings {
             }
             if m.threads == Some(0) {
                 return invalid("threads", format!("{model}: at least 1"));
+            }
+        }
+        if let Some(p) = &self.embedding_prompts {
+            for (field, text) in [
+                ("embedding_prompts.query", &p.query),
+                ("embedding_prompts.document", &p.document),
+            ] {
+                let n = text.chars().count();
+                if n > MAX_EMBEDDING_PROMPT {
+                    // Each text is embedded from its first 256 tokens: a long prompt leaves
+                    // no room for the text.
+                    return invalid(
+                        field,
+                        format!("{n} characters; at most {MAX_EMBEDDING_PROMPT}"),
+                    );
+                }
             }
         }
         if self.serve.port == 0 {
@@ -337,6 +373,16 @@ mod tests {
                 },
                 "serve.api_key_env",
             ),
+            (
+                Settings {
+                    embedding_prompts: Some(EmbeddingPrompts {
+                        query: String::new(),
+                        document: "x".repeat(MAX_EMBEDDING_PROMPT + 1),
+                    }),
+                    ..Default::default()
+                },
+                "embedding_prompts.document",
+            ),
         ] {
             let e = s.save(&home).unwrap_err();
             assert!(e.to_string().starts_with(field), "{e}");
@@ -368,6 +414,7 @@ mod tests {
             require_plan_done: false,
             persona: "  A careful reviewer.  ".into(),
             embedding_model: String::new(),
+            embedding_prompts: None,
             models: BTreeMap::new(),
             mcp_servers: Vec::new(),
             serve: ServeSettings::default(),

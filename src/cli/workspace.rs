@@ -192,13 +192,21 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
             })?;
             bar.finish();
             let seconds = started.elapsed().as_secs_f64();
+            let prompts = embedder.prompts();
             if json {
                 let mut v = serde_json::to_value(&report)?;
                 v["seconds"] = seconds.into();
+                v["prompts"] = serde_json::to_value(prompts)?;
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 if let Some(old) = &report.replaced_model {
                     println!("note: the vectors were {old}'s; every unit was embedded again");
+                }
+                if !prompts.is_empty() {
+                    println!(
+                        "prompts (from {}): {:?} before each query, {:?} before each unit",
+                        prompts.source, prompts.query, prompts.document
+                    );
                 }
                 println!(
                     "{} units embedded ({} reused a vector of the same text) in {seconds:.1} s; \

@@ -4,6 +4,8 @@
 //! is split into windows whose vectors are averaged, never cut and never passed to llama.cpp
 //! whole (a non-causal model aborts the process on a sequence longer than its batch).
 
+pub mod prompts;
+
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +20,7 @@ use super::gguf::{GgufError, GgufHeader};
 use super::llama::backend;
 use super::{arch, llama_log};
 use crate::llm::engine::LlmError;
+pub use prompts::Prompts;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
@@ -78,6 +81,8 @@ pub struct EmbeddingModel {
     prefix: Vec<LlamaToken>,
     suffix: Vec<LlamaToken>,
     threads: i32,
+    /// What the model is given before a query and a document (`prompts::detect`).
+    prompts: Prompts,
 }
 
 impl std::fmt::Debug for EmbeddingModel {
@@ -126,6 +131,10 @@ impl EmbeddingModel {
                 _ => (Vec::new(), Vec::new()),
             }
         };
+        let file_name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         Ok(EmbeddingModel {
             path: path.to_path_buf(),
             model,
@@ -134,6 +143,7 @@ impl EmbeddingModel {
             prefix,
             suffix,
             threads: threads.max(1) as i32,
+            prompts: prompts::detect(&header, &file_name),
         })
     }
 
@@ -143,6 +153,12 @@ impl EmbeddingModel {
 
     pub fn dimension(&self) -> usize {
         self.dimension
+    }
+
+    /// What the model is given before a query and before a document, for retrieval. The
+    /// vectors `embed` returns are of the texts as given: callers add these.
+    pub fn prompts(&self) -> &Prompts {
+        &self.prompts
     }
 
     /// The most tokens one window holds, its special tokens included.

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::llm::embed::prompts::{DOCUMENT_PROMPT_KEY, QUERY_PROMPT_KEY};
 use crate::llm::gguf::{GgufWriter, MetaValue, ValueType};
 use crate::safe_open::{read_regular, Links};
 use safetensors::{f32_to_f16, SafeTensors};
@@ -119,6 +120,7 @@ pub fn convert_bert(
     let vocab = Vocab::from_tokenizer(&tokenizer, &dir.join("tokenizer.json"))?;
     let pooling = pooling_type(dir)?;
     let window = max_seq_length(dir)?;
+    let prompts = retrieval_prompts(dir)?;
     let weights_path = dir.join("model.safetensors");
     if !weights_path.is_file() {
         return Err(ConvertError::Missing {
@@ -217,6 +219,13 @@ pub fn convert_bert(
         );
     if let Some(n) = window {
         writer = writer.meta_u32(crate::llm::embed::WINDOW_KEY, as_u32(n)?);
+    }
+    // Only where the model has them, so a model without (all-MiniLM-L6-v2) converts to the
+    // same bytes as before, the sha256 its catalogue entry pins.
+    if let Some((query, document)) = &prompts {
+        writer = writer
+            .meta_str(QUERY_PROMPT_KEY, query)
+            .meta_str(DOCUMENT_PROMPT_KEY, document);
     }
     for (key, id) in [
         ("tokenizer.ggml.unknown_token_id", vocab.unk),
@@ -373,6 +382,32 @@ fn max_seq_length(dir: &Path) -> Result<Option<u64>, ConvertError> {
     }
     let config: Value = read_json(dir, "sentence_bert_config.json")?;
     Ok(config["max_seq_length"].as_u64())
+}
+
+/// The prompts sentence-transformers puts before a query and before a document
+/// (`config_sentence_transformers.json`'s `prompts`: "query", and "document", "passage" or
+/// "corpus"), when the model names either.
+fn retrieval_prompts(dir: &Path) -> Result<Option<(String, String)>, ConvertError> {
+    const FILE: &str = "config_sentence_transformers.json";
+    if !dir.join(FILE).is_file() {
+        return Ok(None);
+    }
+    let config: Value = read_json(dir, FILE)?;
+    let prompts = &config["prompts"];
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| prompts[*k].as_str())
+            .map(str::to_string)
+    };
+    let query = text(&["query"]);
+    let document = text(&["document", "passage", "corpus"]);
+    if query.as_deref().unwrap_or("").is_empty() && document.as_deref().unwrap_or("").is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((
+        query.unwrap_or_default(),
+        document.unwrap_or_default(),
+    )))
 }
 
 /// A WordPiece vocabulary as llama.cpp's BERT tokenizer reads it.
@@ -604,5 +639,47 @@ mod tests {
         assert_eq!(out[2 + 16] as i8, 0);
         // An all-zero block has a zero scale and zero weights, not NaN.
         assert!(out[34..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn sentence_transformers_prompts_are_read_where_the_model_has_them() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(retrieval_prompts(dir.path()).unwrap(), None, "no file");
+        let file = dir.path().join("config_sentence_transformers.json");
+        for (config, want) in [
+            // all-MiniLM-L6-v2's: none, so it converts as before.
+            (
+                r#"{"__version__": {"sentence_transformers": "2.0.0"}}"#,
+                None,
+            ),
+            (r#"{"prompts": {}, "default_prompt_name": null}"#, None),
+            (r#"{"prompts": {"query": "", "passage": ""}}"#, None),
+            (
+                r#"{"prompts": {"query": "search_query: ", "document": "search_document: ",
+                    "clustering": "clustering: "}}"#,
+                Some(("search_query: ", "search_document: ")),
+            ),
+            (
+                r#"{"prompts": {"query": "query: ", "passage": "passage: "}}"#,
+                Some(("query: ", "passage: ")),
+            ),
+            (
+                r#"{"prompts": {"query": "Represent this sentence for searching relevant passages: "}}"#,
+                Some((
+                    "Represent this sentence for searching relevant passages: ",
+                    "",
+                )),
+            ),
+        ] {
+            std::fs::write(&file, config).unwrap();
+            let got = retrieval_prompts(dir.path()).unwrap();
+            let want = want.map(|(q, d): (&str, &str)| (q.to_string(), d.to_string()));
+            assert_eq!(got, want, "{config}");
+        }
+        std::fs::write(&file, "{").unwrap();
+        assert!(matches!(
+            retrieval_prompts(dir.path()),
+            Err(ConvertError::Json { .. })
+        ));
     }
 }

@@ -45,6 +45,9 @@ function renderSettings(): void {
     h("label", { class: "check" }, h("input", { type: "checkbox", name: "require_plan_done", checked: s.require_plan_done }), "Refuse a final answer while the plan has open items"),
     h("label", null, "Persona (empty: the built-in one)", h("input", { type: "text", name: "persona", value: s.persona })),
     h("label", null, "Embedding model for search by meaning: a .gguf path or catalogue id (empty: all-MiniLM-L6-v2)", h("input", { type: "text", name: "embedding_model", value: s.embedding_model })),
+    h("label", { class: "check" }, h("input", { type: "checkbox", name: "own_prompts", checked: s.embedding_prompts != null }), "Give the embedding model these prompts instead of its own (Burrow knows those of nomic-embed-text, bge, e5, arctic-embed, mxbai, EmbeddingGemma and Qwen3-Embedding)"),
+    h("label", null, "Before each query", h("input", { type: "text", name: "query_prompt", value: s.embedding_prompts?.query ?? "", placeholder: "e.g. search_query: " })),
+    h("label", null, "Before each document", h("input", { type: "text", name: "document_prompt", value: s.embedding_prompts?.document ?? "", placeholder: "e.g. search_document: " })),
     h("div", { class: "row" }, h("button", { type: "submit", class: "primary", id: "save-settings" }, "Save"), h("span", { class: "muted" }, " Applies from the next run.")),
   );
   form.addEventListener("submit", (e) => {
@@ -61,8 +64,11 @@ function renderSettings(): void {
       require_plan_done: d.get("require_plan_done") !== null,
       persona: String(d.get("persona") ?? ""),
       embedding_model: String(d.get("embedding_model") ?? "").trim(),
+      // Kept as typed: a prompt's trailing space is part of it.
+      embedding_prompts: d.get("own_prompts") !== null ? { query: String(d.get("query_prompt") ?? ""), document: String(d.get("document_prompt") ?? "") } : null,
     })).then((saved) => {
-      // Another embedding model embeds the workspace again; the same one finds nothing to do.
+      // Another embedding model, or other prompts, embed the workspace again; the same ones
+      // find nothing to do.
       if (saved) void api.embedWorkspace(dispatch).catch(() => undefined);
     });
   });
