@@ -362,11 +362,18 @@ fn a_model_trained_with_prompts_is_given_them_before_each_query_and_unit() {
     assert!(name.starts_with("model.gguf, prompts "), "{name}");
     assert_ne!(QueryEmbedder::name(&e), "model.gguf");
 
-    // By the file's name alone.
-    let bge = renamed("bge-small-en-v1.5-q8_0.gguf", vec![]);
+    // By the file's name alone (its own names say nothing). With MiniLM's own name inside,
+    // the file's name is not taken over it.
+    let bge = renamed(
+        "bge-small-en-v1.5-q8_0.gguf",
+        vec![MetaEdit::Remove("general.name".into())],
+    );
     let e = ModelEmbedder::load_path(&bge, 1, None).unwrap();
     let want = "Represent this sentence for searching relevant passages: ";
     assert_eq!(e.prompts().query, want);
+    let minilm_inside = renamed("bge-small-en-v1.5.f16.gguf", vec![]);
+    let e2 = ModelEmbedder::load_path(&minilm_inside, 1, None).unwrap();
+    assert!(e2.prompts().is_empty(), "{:?}", e2.prompts());
     assert!(cosine(&e.embed_query(q).unwrap(), &vector(&format!("{want}{q}"))) > 0.9999);
     assert!(cosine(&(&e).embed(&[doc]).unwrap()[0], &vector(doc)) > 0.9999);
 
@@ -661,6 +668,34 @@ fn models_list_marks_the_embedding_model() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(row.contains("embedding"), "{row}");
     assert!(!row.contains("chatml"), "{row}");
+
+    // `models info` says what search by meaning gives it, not that ChatML is its template.
+    let nomic = models.join("nomic-embed-text-v1.5.f16.gguf");
+    burrow::llm::gguf::rewrite_metadata(
+        minilm(),
+        &nomic,
+        &[burrow::llm::gguf::MetaEdit::Remove("general.name".into())],
+    )
+    .unwrap();
+    let info = |path: &Path| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+            .args(["models", "info"])
+            .arg(path)
+            .env("BURROW_HOME", home.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = info(&models.join("all-MiniLM-L6-v2.F16.gguf"));
+    assert!(text.contains("texts embedded as they are"), "{text}");
+    assert!(!text.contains("ChatML"), "{text}");
+    let text = info(&nomic);
+    assert!(
+        text.contains(
+            r#""search_query: " before each query, "search_document: " before each unit"#
+        ),
+        "{text}"
+    );
 }
 
 /// Issue 18: an embedding pass asked for while one runs (the desktop app asks after every

@@ -353,6 +353,16 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
     let header = burrow::llm::gguf::GgufHeader::read(&info.path)?;
     let opts = LoadOptions::default().resolve(&info)?;
     let estimate = MemoryEstimate::for_model(&info, &opts);
+    // What search by meaning would give it before each query and unit, were it the embedding
+    // model (only an embedding model gets any).
+    let prompts = burrow::llm::arch::is_embedding(&info.architecture).then(|| {
+        let file = info
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        burrow::llm::embed::prompts::detect(&header, &file)
+    });
     if json {
         let metadata: serde_json::Map<String, serde_json::Value> = header
             .metadata
@@ -372,6 +382,7 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
             o.insert("default_context".into(), opts.context_size.into());
             o.insert("memory_estimate".into(), serde_json::to_value(estimate)?);
             o.insert("metadata_ms".into(), metadata_ms.into());
+            o.insert("embedding_prompts".into(), serde_json::to_value(&prompts)?);
         }
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
@@ -409,14 +420,23 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
             .map(|c| c.to_string())
             .unwrap_or_else(|| "unknown".into())
     );
-    println!(
-        "chat template:     {}",
-        if info.has_chat_template {
-            "yes"
-        } else {
-            "none (ChatML is used)"
+    match &prompts {
+        Some(p) if p.is_empty() => {
+            println!("embedding model:   texts embedded as they are (no prompts)");
         }
-    );
+        Some(p) => println!(
+            "embedding model:   {:?} before each query, {:?} before each unit (from {})",
+            p.query, p.document, p.source
+        ),
+        None => println!(
+            "chat template:     {}",
+            if info.has_chat_template {
+                "yes"
+            } else {
+                "none (ChatML is used)"
+            }
+        ),
+    }
     if let Some(l) = &info.licence {
         println!("licence:           {l}");
     }

@@ -55,7 +55,8 @@ struct Family {
 /// bge's English instruction, which mxbai-embed-large and arctic-embed v1 took over.
 const REPRESENT: &str = "Represent this sentence for searching relevant passages: ";
 
-/// First match wins, so the exceptions of a family come before it.
+/// First match wins, so the exceptions of a family come before it ("bge-m3" is neither of the
+/// bge rules, which need "-en" or "-zh").
 const FAMILIES: &[Family] = &[
     Family {
         name: "nomic-embed-code",
@@ -68,12 +69,6 @@ const FAMILIES: &[Family] = &[
         matches: |n| n.contains("nomic-embed-text"),
         query: "search_query: ",
         document: "search_document: ",
-    },
-    Family {
-        name: "bge-m3",
-        matches: |n| n.contains("bge-m3"),
-        query: "",
-        document: "",
     },
     Family {
         name: "bge (Chinese)",
@@ -135,6 +130,38 @@ const FAMILIES: &[Family] = &[
         query: "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:",
         document: "",
     },
+    // Known to take texts bare: named here so that a file whose own name says so is not
+    // taken for another family by a renamed file's name.
+    Family {
+        name: "bge-m3",
+        matches: |n| n.contains("bge-m3"),
+        query: "",
+        document: "",
+    },
+    Family {
+        name: "sentence-transformers (MiniLM, mpnet)",
+        matches: |n| n.contains("minilm") || n.contains("mpnet"),
+        query: "",
+        document: "",
+    },
+    Family {
+        name: "gte",
+        matches: |n| n.starts_with("gte") || n.contains("-gte-") || n.contains("/gte-"),
+        query: "",
+        document: "",
+    },
+    Family {
+        name: "granite-embedding",
+        matches: |n| n.contains("granite-embedding"),
+        query: "",
+        document: "",
+    },
+    Family {
+        name: "jina-embeddings v2",
+        matches: |n| n.contains("jina-embeddings-v2"),
+        query: "",
+        document: "",
+    },
 ];
 
 /// intfloat's e5 models: "e5-small-v2", "multilingual-e5-large", "intfloat/e5-base", and not
@@ -165,7 +192,7 @@ pub fn detect(header: &GgufHeader, file_name: &str) -> Prompts {
         };
     }
     // The file's own names first: a file renamed by hand ("model.gguf", an Ollama blob) still
-    // says what it is inside.
+    // says what it is inside. The first name of a known family decides, prompts or none.
     let names = [
         header.get_str("general.basename"),
         header.get_str("general.name"),
@@ -218,17 +245,22 @@ mod tests {
         assert_eq!(p.source, "the bge (English) family");
         assert_eq!(p.query, REPRESENT);
         let p = detect(
-            &header(&[("general.name", "MiniLM")]),
+            &header(&[("general.name", "Model")]),
             "e5-base-v2.Q8_0.gguf",
         );
         assert_eq!(
             (p.query.as_str(), p.document.as_str()),
             ("query: ", "passage: ")
         );
-        let p = detect(&header(&[]), "all-MiniLM-L6-v2.F16.gguf");
+        let p = detect(&header(&[]), "model.gguf");
         assert!(p.is_empty());
         assert_eq!(p.source, "none");
         assert_eq!(p.query("a b"), "a b");
+        // A name inside the file that says "no prompts" is not overruled by the file's name.
+        let minilm = header(&[("general.name", "all-MiniLM-L6-v2")]);
+        let p = detect(&minilm, "nomic-embed-text-v1.5.f16.gguf");
+        assert!(p.is_empty());
+        assert_eq!(p.source, "the sentence-transformers (MiniLM, mpnet) family");
     }
 
     fn family(name: &str) -> Option<&'static str> {
@@ -279,11 +311,17 @@ mod tests {
                 Some("snowflake-arctic-embed 2.0"),
             ),
             ("Embeddinggemma 300m", Some("EmbeddingGemma")),
-            ("gte-base-en-v1.5", None),
-            ("all-MiniLM-L6-v2.F16.gguf", None),
-            ("gte-small.gguf", None),
-            ("jina-embeddings-v2-base-code", None),
-            ("gte5-like.gguf", None),
+            (
+                "all-MiniLM-L6-v2.F16.gguf",
+                Some("sentence-transformers (MiniLM, mpnet)"),
+            ),
+            ("gte-small.gguf", Some("gte")),
+            ("gte-base-en-v1.5", Some("gte")),
+            ("thenlper/gte-large", Some("gte")),
+            ("granite-embedding-30m-english", Some("granite-embedding")),
+            ("jina-embeddings-v2-base-code", Some("jina-embeddings v2")),
+            ("bge5-like.gguf", None),
+            ("e5like.gguf", None),
             ("model.gguf", None),
         ] {
             assert_eq!(family(name), want, "{name}");
