@@ -479,6 +479,29 @@ fn a_language_model_or_a_broken_file_is_not_taken_for_an_embedding_model() {
         .unwrap_err();
     assert!(matches!(e, burrow::llm::LlmError::NotAModel { .. }), "{e}");
     assert!(e.to_string().contains("embedding model"), "{e}");
+
+    // A language model's architecture tuned to embed (Qwen3-Embedding: a `qwen3` whose file
+    // names last-token pooling) was listed and loaded as a chat model; a reranker (pooling
+    // rank) was taken for an embedding model and gave one number per text.
+    use burrow::llm::gguf::{rewrite_metadata, MetaEdit, MetaValue};
+    let pooled = |file: &str, pooling: u32| {
+        let path = dir.path().join(file);
+        let edit = MetaEdit::Set("llama.pooling_type".into(), MetaValue::U32(pooling));
+        rewrite_metadata(&common::smollm2(), &path, &[edit]).unwrap();
+        path
+    };
+    let last = pooled("embedder.gguf", 3);
+    let info =
+        burrow::llm::library::ModelInfo::from_path(&last, burrow::llm::library::ModelSource::Path)
+            .unwrap();
+    assert!(info.embedding);
+    let e = engine
+        .load(&last, &burrow::llm::LoadOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("embedding model"), "{e}");
+    check_embedding_model(&last).unwrap();
+    let e = check_embedding_model(&pooled("reranker.gguf", 4)).unwrap_err();
+    assert!(e.to_string().contains("reranker"), "{e}");
 }
 
 #[test]

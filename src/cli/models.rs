@@ -302,7 +302,7 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
         "NAME", "USE", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "TEMPLATE", "FOUND IN"
     );
     for m in &found.models {
-        let embedding = burrow::llm::arch::is_embedding(&m.architecture);
+        let embedding = m.embedding;
         println!(
             "{:<40} {:<9} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} {}",
             truncate(&m.name, 40),
@@ -355,7 +355,7 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
     let estimate = MemoryEstimate::for_model(&info, &opts);
     // What search by meaning would give it before each query and unit, were it the embedding
     // model (only an embedding model gets any).
-    let prompts = burrow::llm::arch::is_embedding(&info.architecture).then(|| {
+    let prompts = info.embedding.then(|| {
         let file = info
             .path
             .file_name()

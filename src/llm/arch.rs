@@ -49,7 +49,7 @@ pub const SUPPORTED_ARCHITECTURES: &[&str] = &[
     "gemma3n",
     "gemma4",
     "gemma4-assistant",
-    "gemma-embedding",
+    // "gemma-embedding": EMBEDDING_ARCHITECTURES.
     "starcoder2",
     "mamba",
     "mamba2",
@@ -167,10 +167,20 @@ pub const EMBEDDING_ARCHITECTURES: &[&str] = &[
     "jina-bert-v2",
     "jina-bert-v3",
     "eurobert",
+    // EmbeddingGemma: Gemma 3 with bidirectional attention, which llama.cpp cannot decode
+    // with for chat.
+    "gemma-embedding",
 ];
 
 pub fn is_embedding(arch: &str) -> bool {
     EMBEDDING_ARCHITECTURES.contains(&arch)
+}
+
+/// Whether a model of `arch` whose file gives `pooling` (`{arch}.pooling_type`) is for
+/// embedding: an encoder architecture, or any whose file names a pooling other than none
+/// (Qwen3-Embedding is a `qwen3` with last-token pooling; a reranker pools to a score).
+pub fn is_embedding_model(arch: &str, pooling: Option<u64>) -> bool {
+    is_embedding(arch) || pooling.is_some_and(|p| p != 0)
 }
 
 /// Whether the pinned llama.cpp loads the architecture (as a chat model or, for the BERT

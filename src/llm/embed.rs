@@ -36,6 +36,9 @@ pub enum EmbedError {
     Embed(String),
 }
 
+/// llama.cpp's `LLAMA_POOLING_TYPE_RANK`: a reranker's one score per pair.
+const RANK_POOLING: u64 = 4;
+
 /// Where a converted model keeps the window sentence-transformers reads it in.
 pub const WINDOW_KEY: &str = "sentence_transformers.max_seq_length";
 
@@ -66,6 +69,13 @@ pub fn check_embedding_model(path: &Path) -> Result<GgufHeader, EmbedError> {
     }
     if pooling == Some(0) {
         return Err(not("its pooling type is none (one vector per token)".into()));
+    }
+    if pooling == Some(RANK_POOLING) {
+        return Err(not(
+            "it is a reranker (pooling type rank): it scores a query and a text together, \
+             it does not embed"
+                .into(),
+        ));
     }
     Ok(header)
 }

@@ -232,6 +232,8 @@ export interface ModelInfo {
   source: string;
   supported: boolean;
   catalogue_id: string | null;
+  /// An embedding model (for search by meaning): it cannot chat.
+  embedding?: boolean;
 }
 
 export interface Discovery {

@@ -2,7 +2,7 @@
 // offered for download, and what a download in progress or failed shows.
 
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { CatalogueModel, Discovery, ModelInfo } from "../src/types";
+import type { CatalogueModel, Discovery, ModelInfo, Settings } from "../src/types";
 
 const api = vi.hoisted(() => ({
   fetchModel: vi.fn(() => new Promise(() => undefined)),
@@ -10,6 +10,8 @@ const api = vi.hoisted(() => ({
   listRemotes: vi.fn(async (): Promise<unknown[]> => []),
   listModels: vi.fn(async (): Promise<Discovery> => ({ models: [], problems: [] })),
   serveStatus: vi.fn(async () => null),
+  setSettings: vi.fn(async (s: unknown) => s),
+  embedWorkspace: vi.fn(async () => undefined),
 }));
 vi.mock("../src/api", () => ({ api, errorMessage: (e: unknown) => String(e) }));
 
@@ -199,5 +201,39 @@ describe("reading the lists again", () => {
     await screen.refreshModels();
     expect(button()).not.toBe(drawn);
     expect(views.models.querySelector('tr[data-path="/models/other.gguf"]')).not.toBeNull();
+  });
+});
+
+describe("embedding models", () => {
+  // An embedding model was listed with Load, which could only fail ("it cannot chat"); it is
+  // marked, and Use for search makes it the model search by meaning uses.
+  it("are marked, and offer Use for search instead of Load", async () => {
+    const settings: Settings = {
+      protocol: "json-typed", max_steps: 12, temperature: 0, grammar: true, search_first: true, summarize_at: 0.7,
+      require_plan_done: false, persona: "", embedding_model: "", models: {}, mcp_servers: [],
+      embedding_prompts: { query: "q: ", document: "" }, serve: { enabled: false, port: 8089, api_key_env: "" },
+    };
+    loop.update({ kind: "ui_settings", settings });
+    loop.update({ kind: "ui_catalogue", catalogue: [{ ...catalogueModel("minilm", "all-MiniLM-L6-v2"), purpose: "embedding" }] });
+    const embedder = (name: string, path: string, catalogue_id: string | null): ModelInfo => ({ ...found("x"), name, path, catalogue_id, architecture: "bert", embedding: true });
+    loop.update({
+      kind: "ui_discovery",
+      discovery: { models: [found("smollm2"), embedder("all-MiniLM-L6-v2", "/models/minilm.gguf", "minilm"), embedder("nomic", "/models/nomic.gguf", null)], problems: [] },
+    });
+    screen.renderModels();
+    const rowOf = (path: string) => views.models.querySelector<HTMLElement>(`tr[data-path="${path}"]`)!;
+    expect(rowOf("/models/SmolLM2.gguf").querySelector("button.load")).not.toBeNull();
+    const minilm = rowOf("/models/minilm.gguf");
+    expect(minilm.textContent).toContain("embedding");
+    expect(minilm.querySelector("button.load")).toBeNull();
+    const used = minilm.querySelector<HTMLButtonElement>("button.use-for-search")!;
+    expect([used.textContent, used.disabled]).toEqual(["Used for search", true]);
+    const nomic = rowOf("/models/nomic.gguf").querySelector<HTMLButtonElement>("button.use-for-search")!;
+    expect([nomic.textContent, nomic.disabled]).toEqual(["Use for search", false]);
+    nomic.click();
+    await vi.waitFor(() => expect(api.embedWorkspace).toHaveBeenCalled());
+    const saved = api.setSettings.mock.calls.at(-1)![0] as Settings;
+    expect(saved.embedding_model).toBe("/models/nomic.gguf");
+    expect(saved.embedding_prompts).toBeNull();
   });
 });

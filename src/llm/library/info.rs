@@ -67,6 +67,10 @@ pub struct ModelInfo {
     pub head_count_kv: Option<u64>,
     pub vocab_size: Option<u64>,
     pub tensor_data_bytes: u64,
+    /// An embedding model (an encoder, or any model whose file names a pooling type, such as
+    /// Qwen3-Embedding): it turns text into vectors and cannot chat.
+    #[serde(default)]
+    pub embedding: bool,
 }
 
 impl ModelInfo {
@@ -162,6 +166,7 @@ impl ModelInfo {
                 .or(h.arch_u64("attention.head_count")),
             vocab_size,
             tensor_data_bytes,
+            embedding: arch::is_embedding_model(&architecture, h.arch_u64("pooling_type")),
             architecture,
         })
     }

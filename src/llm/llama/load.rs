@@ -171,7 +171,7 @@ impl LlamaEngine {
         available: Option<u64>,
     ) -> Result<LoadHandle, LlmError> {
         let path = info.path.clone();
-        if crate::llm::arch::is_embedding(&info.architecture) {
+        if info.embedding {
             return Err(LlmError::NotAModel {
                 path: path.to_path_buf(),
                 reason: format!(

@@ -413,6 +413,7 @@ mod tests {
             head_count_kv: Some(4),
             vocab_size: Some(152064),
             tensor_data_bytes: 4_680_000_000,
+            embedding: false,
         }
     }
 

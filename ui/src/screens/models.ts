@@ -305,6 +305,7 @@ export function renderModels(): void {
                 "td",
                 null,
                 mi.name,
+                mi.embedding ? [" ", h("span", { class: "badge" }, "embedding")] : null,
                 // Why, up front; Load stays, and its failure gives llama.cpp's own account.
                 mi.supported
                   ? null
@@ -314,12 +315,14 @@ export function renderModels(): void {
               h("td", null, formatBytes(mi.file_size)),
               h("td", null, mi.context_length ? String(mi.context_length) : "?"),
               h("td", { class: "path", title: mi.path }, `${mi.source}: ${mi.path}`),
-              h(
-                "td",
-                { class: "actions" },
-                h("button", { class: "load", disabled: inUse || m.loading !== null || isLive(state.run), onclick: () => void loadModel(mi) }, inUse ? "In use" : current ? "Switch" : "Load"),
-                modelSettingsButton(mi),
-              ),
+              mi.embedding
+                ? h("td", { class: "actions" }, searchModelButton(mi))
+                : h(
+                    "td",
+                    { class: "actions" },
+                    h("button", { class: "load", disabled: inUse || m.loading !== null || isLive(state.run), onclick: () => void loadModel(mi) }, inUse ? "In use" : current ? "Switch" : "Load"),
+                    modelSettingsButton(mi),
+                  ),
             );
         }),
       ),
@@ -341,6 +344,29 @@ function fact(k: string, v: string): HTMLElement[] {
 // Each model's settings form, kept across redraws of the Models screen (load progress redraws it
 // many times a second): a form someone has opened and is typing in stays open with what they typed.
 const settingsForms = new Map<string, { saved: string; el: HTMLElement }>();
+
+/// An embedding model cannot be loaded to chat: it can be the one search by meaning uses
+/// (Settings' embedding model), which embeds the workspace again with it.
+function searchModelButton(mi: ModelInfo): HTMLElement {
+  const { settings, catalogue } = getState();
+  const chosen = settings?.embedding_model.trim() ?? "";
+  const inUse = chosen === ""
+    ? catalogue?.some((c) => c.purpose === "embedding" && c.id === mi.catalogue_id) ?? false
+    : chosen === mi.path || chosen === mi.catalogue_id;
+  return h(
+    "button",
+    {
+      class: "use-for-search",
+      disabled: inUse || !settings,
+      onclick: () =>
+        // Prompts written for the model before are not this one's.
+        void saveSettings((s) => ({ ...s, embedding_model: mi.path, embedding_prompts: null })).then((saved) => {
+          if (saved) void api.embedWorkspace(dispatch).catch(() => undefined);
+        }),
+    },
+    inUse ? "Used for search" : "Use for search",
+  );
+}
 
 function modelSettingsButton(mi: ModelInfo): HTMLElement {
   const ms = getState().settings?.models[mi.path] ?? { context_size: null, threads: null, gpu_layers: null, kv_cache: null };
