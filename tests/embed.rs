@@ -317,9 +317,9 @@ fn a_querys_vector_is_made_from_its_start_alone() {
 /// such a model was given bare texts, where it was trained with a task prompt before each
 /// query and each document (nomic-embed-text: "search_query: " and "search_document: "), as
 /// sentence-transformers gives them; its vectors were not the ones it ranks well with. Now
-/// the prompts come from the file (Burrow's converter keeps them), else from the model's
-/// family as its name says, else from the settings, and vectors made with other prompts are
-/// another model's.
+/// the settings' prompts, else the file's (Burrow's converter keeps them), else those of the
+/// model's family as its name says, and vectors made with another document prompt are another
+/// model's.
 #[test]
 fn a_model_trained_with_prompts_is_given_them_before_each_query_and_unit() {
     use burrow::app::settings::EmbeddingPrompts;
@@ -359,8 +359,7 @@ fn a_model_trained_with_prompts_is_given_them_before_each_query_and_unit() {
     let plain = ModelEmbedder::load_path(minilm(), 1, None).unwrap();
     assert!(plain.prompts().is_empty());
     let name = Embedder::name(&&e);
-    assert!(name.starts_with("model.gguf, prompts "), "{name}");
-    assert_ne!(QueryEmbedder::name(&e), "model.gguf");
+    assert!(name.starts_with("model.gguf, document prompt "), "{name}");
 
     // By the file's name alone (its own names say nothing). With MiniLM's own name inside,
     // the file's name is not taken over it.
@@ -396,6 +395,17 @@ fn a_model_trained_with_prompts_is_given_them_before_each_query_and_unit() {
     assert!(cosine(&e.embed_query(q).unwrap(), &vector(q)) > 0.9999);
     assert_eq!(Embedder::name(&&e), "model.gguf");
     assert!(e.uses(Some(&none)) && !e.uses(None));
+    // A prompt that would leave no room for the text (one token per Chinese character) is
+    // refused, saying which.
+    let long = EmbeddingPrompts {
+        document: "为这个句子生成表示以用于检索相关文章".repeat(10),
+        ..EmbeddingPrompts::default()
+    };
+    let e = ModelEmbedder::load_path(&nomic, 1, Some(&long)).unwrap_err();
+    assert!(
+        e.to_string().contains("document prompt (settings) takes"),
+        "{e}"
+    );
 }
 
 /// The app's embedding pass follows the settings' prompts: other prompts are another
@@ -432,7 +442,18 @@ fn prompts_changed_in_settings_embed_the_workspace_again() {
     let again = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
     assert_eq!(again.embedded, 0, "nothing changed, nothing to embed");
 
+    // Prompts written for another model are not this one's.
     settings.embedding_prompts = Some(EmbeddingPrompts {
+        model: "/elsewhere/nomic-embed-text-v1.5.gguf".into(),
+        query: "search_query: ".into(),
+        document: "search_document: ".into(),
+    });
+    app.set_settings(settings.clone()).unwrap();
+    let other = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert_eq!(other.embedded, 0, "{other:?}");
+
+    settings.embedding_prompts = Some(EmbeddingPrompts {
+        model: model.clone(),
         query: "query: ".into(),
         document: "passage: ".into(),
     });
@@ -447,12 +468,28 @@ fn prompts_changed_in_settings_embed_the_workspace_again() {
     );
     assert_eq!(prompted.embedded, prompted.total);
     let (name, _, n) = app.workspace().vectors_status().unwrap().unwrap();
-    assert!(name.contains(", prompts "), "{name}");
+    assert!(name.contains(", document prompt "), "{name}");
     assert_eq!(n, prompted.total);
-    // The queries' model is the one the units were embedded with.
+    // Searches rank by meaning with the model the units were embedded with, and so does a
+    // command's model loaded from the same settings.
+    assert_eq!(app.workspace().meaning_unavailable().unwrap(), None);
     let loaded = ModelEmbedder::load(&home, None, 1).unwrap();
     assert_eq!(loaded.prompts().query, "query: ");
     assert!(name.starts_with(&QueryEmbedder::name(&loaded)), "{name}");
+
+    // Another query prompt makes no stored vector: nothing is embedded again.
+    settings.embedding_prompts = Some(EmbeddingPrompts {
+        model: model.clone(),
+        query: "a question: ".into(),
+        document: "passage: ".into(),
+    });
+    app.set_settings(settings.clone()).unwrap();
+    let requery = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert!(
+        requery.replaced_model.is_none() && requery.embedded == 0,
+        "{requery:?}"
+    );
+    assert_eq!(app.workspace().meaning_unavailable().unwrap(), None);
 
     // Back to the model's own (none): embedded again, as first.
     settings.embedding_prompts = None;

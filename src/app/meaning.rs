@@ -67,19 +67,35 @@ impl ModelEmbedder {
     ) -> Result<Self, AppError> {
         let model = EmbeddingModel::load(path, threads).map_err(embed_err)?;
         let prompts = chosen(&model, prompts);
+        // Each text is embedded from its first tokens: a prompt that takes most of them leaves
+        // every unit the same vector (one token per character of a Chinese prompt).
+        let room = MAX_EMBED_TOKENS.min(model.max_tokens());
+        let bare = model.tokens("").len();
+        for (which, prompt) in [("query", &prompts.query), ("document", &prompts.document)] {
+            let n = model.tokens(prompt).len().saturating_sub(bare);
+            if n > room / 2 {
+                return Err(AppError::Embedding(format!(
+                    "the {which} prompt ({}) takes {n} of the {room} tokens each text is \
+                     embedded from; at most {} leave room for the text",
+                    prompts.source,
+                    room / 2
+                )));
+            }
+        }
         // The file's name says which model made a vector: another file is another model, and
-        // so are other prompts (a vector of "search_document: " and the text is not the
-        // text's).
+        // so is another document prompt (a vector of "search_document: " and the text is not
+        // the text's). The query prompt makes no stored vector: changing it embeds nothing
+        // again.
         let file = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
-        let name = if prompts.is_empty() {
+        let name = if prompts.document.is_empty() {
             file
         } else {
-            let digest = Sha256::digest(format!("{}\0{}", prompts.query, prompts.document));
+            let digest = Sha256::digest(prompts.document.as_bytes());
             let short: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
-            format!("{file}, prompts {short}")
+            format!("{file}, document prompt {short}")
         };
         let model = Arc::new(model);
         let for_queries = Arc::clone(&model);
@@ -96,15 +112,16 @@ impl ModelEmbedder {
     }
 }
 
-/// The settings' prompts where `path` is the settings' embedding model: they were written for
-/// that model, not for one named for a single command.
+/// The settings' prompts where `path` is the model they were written for: another model,
+/// chosen since in Settings or on the Models screen, or named for one command, has its own.
 pub fn settings_prompts<'s>(
     home: &BurrowHome,
     settings: &'s Settings,
     path: &Path,
 ) -> Option<&'s EmbeddingPrompts> {
     let prompts = settings.embedding_prompts.as_ref()?;
-    let theirs = super::models::embedding_model(home, settings.embedding_setting()).ok()?;
+    let model = Some(prompts.model.trim()).filter(|m| !m.is_empty());
+    let theirs = super::models::embedding_model(home, model).ok()?;
     (theirs == path).then_some(prompts)
 }
 

@@ -934,7 +934,8 @@ impl App {
     }
 
     /// The embedding model `query` names (None: the catalogue's), the loaded one when it is
-    /// that file. One thread fewer than the cores, so the window stays responsive.
+    /// that file with the prompts the settings give it now. One thread fewer than the cores,
+    /// so the window stays responsive.
     fn embedding_model(
         &self,
         query: Option<&str>,

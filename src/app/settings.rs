@@ -52,9 +52,9 @@ pub struct Settings {
     /// workspace again.
     pub embedding_model: String,
     /// What each query and each searchable unit is given before it is embedded, in place of
-    /// the embedding model's own prompts (Burrow knows those of nomic-embed-text, bge, e5,
-    /// arctic-embed, mxbai, EmbeddingGemma and Qwen3-Embedding). None: the model's own. Other
-    /// prompts embed the workspace again.
+    /// the embedding model's own prompts (Burrow knows those of nomic-embed, bge, e5,
+    /// arctic-embed, mxbai, EmbeddingGemma, gte-Qwen and Qwen3-Embedding), for the model they
+    /// name. None: the model's own. Another document prompt embeds the workspace again.
     pub embedding_prompts: Option<EmbeddingPrompts>,
     /// Load settings per model, keyed by the model's file path; unset fields take the
     /// engine's defaults.
@@ -66,10 +66,14 @@ pub struct Settings {
     pub serve: ServeSettings,
 }
 
-/// Texts put before a query and before a document for the embedding model.
+/// Texts put before a query and before a document for the embedding model they were written
+/// for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EmbeddingPrompts {
+    /// The embedding model they are for, as `embedding_model` names it (empty: the
+    /// catalogue's); any other model has its own.
+    pub model: String,
     pub query: String,
     pub document: String,
 }
@@ -302,6 +306,11 @@ mod tests {
         let mut s = Settings {
             protocol: "text".into(),
             max_steps: 30,
+            embedding_prompts: Some(EmbeddingPrompts {
+                model: "/models/e.gguf".into(),
+                query: "q".repeat(MAX_EMBEDDING_PROMPT),
+                document: "Instruct: find\nDocument: ".into(),
+            }),
             ..Default::default()
         };
         s.models.insert(
@@ -376,8 +385,8 @@ mod tests {
             (
                 Settings {
                     embedding_prompts: Some(EmbeddingPrompts {
-                        query: String::new(),
                         document: "x".repeat(MAX_EMBEDDING_PROMPT + 1),
+                        ..Default::default()
                     }),
                     ..Default::default()
                 },

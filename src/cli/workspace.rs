@@ -48,8 +48,8 @@ pub enum WorkspaceCommand {
     /// Give every searchable unit a vector of the embedding model, so search finds by meaning
     /// too (only what has none yet; everything again after a change of model).
     Embed {
-        /// Embedding model: a GGUF path or a catalogue id (default: the catalogue's). Also
-        /// `--embedding-model`, as `ask`, `search` and `eval` call it.
+        /// Embedding model: a GGUF path or a catalogue id (default: the settings', else the
+        /// catalogue's). Also `--embedding-model`, as `ask`, `search` and `eval` call it.
         #[arg(long, short, visible_alias = "embedding-model")]
         model: Option<String>,
         /// CPU threads (default: all cores).

@@ -285,7 +285,7 @@ export interface Settings {
   /// The embedding model's path or catalogue id; empty: the catalogue's.
   embedding_model: string;
   /// Put before each query and each document embedded, instead of the model's own; null: its own.
-  embedding_prompts: { query: string; document: string } | null;
+  embedding_prompts: { model: string; query: string; document: string } | null;
   models: Record<string, ModelSettings>;
   /// MCP servers whose tools join the toolbelt for `burrow ask` (edited in settings.json; the
   /// screen keeps them as they are).

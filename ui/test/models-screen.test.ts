@@ -211,7 +211,7 @@ describe("embedding models", () => {
     const settings: Settings = {
       protocol: "json-typed", max_steps: 12, temperature: 0, grammar: true, search_first: true, summarize_at: 0.7,
       require_plan_done: false, persona: "", embedding_model: "", models: {}, mcp_servers: [],
-      embedding_prompts: { query: "q: ", document: "" }, serve: { enabled: false, port: 8089, api_key_env: "" },
+      embedding_prompts: { model: "", query: "q: ", document: "" }, serve: { enabled: false, port: 8089, api_key_env: "" },
     };
     loop.update({ kind: "ui_settings", settings });
     loop.update({ kind: "ui_catalogue", catalogue: [{ ...catalogueModel("minilm", "all-MiniLM-L6-v2"), purpose: "embedding" }] });
@@ -234,6 +234,6 @@ describe("embedding models", () => {
     await vi.waitFor(() => expect(api.embedWorkspace).toHaveBeenCalled());
     const saved = api.setSettings.mock.calls.at(-1)![0] as Settings;
     expect(saved.embedding_model).toBe("/models/nomic.gguf");
-    expect(saved.embedding_prompts).toBeNull();
+    expect(saved.embedding_prompts).toEqual(settings.embedding_prompts);
   });
 });

@@ -44,26 +44,50 @@ async function save(form: HTMLFormElement): Promise<Settings> {
 }
 
 describe("the embedding model's prompts", () => {
-  it("are the model's own until the box is ticked, then saved as typed, trailing space and all", async () => {
+  const field = (form: HTMLFormElement, name: string) => form.querySelector<HTMLTextAreaElement>(`textarea[name=${name}]`)!;
+
+  it("are the model's own until the box is ticked, then saved as typed for the model named", async () => {
     let form = await show(base);
     const box = form.querySelector<HTMLInputElement>("input[name=own_prompts]")!;
     expect(box.checked).toBe(false);
-    form.querySelector<HTMLInputElement>("input[name=query_prompt]")!.value = "search_query: ";
+    expect(field(form, "query_prompt").disabled).toBe(true);
     expect((await save(form)).embedding_prompts).toBeNull();
 
     api.setSettings.mockClear();
-    form = await show(base);
-    form.querySelector<HTMLInputElement>("input[name=own_prompts]")!.checked = true;
-    form.querySelector<HTMLInputElement>("input[name=query_prompt]")!.value = "search_query: ";
-    form.querySelector<HTMLInputElement>("input[name=document_prompt]")!.value = "search_document: ";
-    expect((await save(form)).embedding_prompts).toEqual({ query: "search_query: ", document: "search_document: " });
+    form = await show({ ...base, embedding_model: "/m/qwen3-embedding.gguf" });
+    const tick = form.querySelector<HTMLInputElement>("input[name=own_prompts]")!;
+    tick.click();
+    expect(field(form, "query_prompt").disabled).toBe(false);
+    // Trailing spaces and line breaks are part of a prompt (the instruct models' have one).
+    field(form, "query_prompt").value = "Instruct: find the passage\nQuery:";
+    field(form, "document_prompt").value = "search_document: ";
+    expect((await save(form)).embedding_prompts).toEqual({
+      model: "/m/qwen3-embedding.gguf",
+      query: "Instruct: find the passage\nQuery:",
+      document: "search_document: ",
+    });
+    // Saving embeds the workspace again (it finds nothing to do where nothing changed).
+    await vi.waitFor(() => expect(api.embedWorkspace).toHaveBeenCalled());
   });
 
-  it("show what was saved, and untick back to the model's own", async () => {
-    const form = await show({ ...base, embedding_prompts: { query: "query: ", document: "" } });
+  it("show what was saved for this model, and untick back to the model's own", async () => {
+    const prompts = { model: "", query: "Instruct: x\nQuery: ", document: "" };
+    let form = await show({ ...base, embedding_prompts: prompts });
     expect(form.querySelector<HTMLInputElement>("input[name=own_prompts]")!.checked).toBe(true);
-    expect(form.querySelector<HTMLInputElement>("input[name=query_prompt]")!.value).toBe("query: ");
-    form.querySelector<HTMLInputElement>("input[name=own_prompts]")!.checked = false;
+    expect(field(form, "query_prompt").value).toBe("Instruct: x\nQuery: ");
+    // Saved again for another reason, the line break is kept.
+    expect((await save(form)).embedding_prompts).toEqual(prompts);
+    api.setSettings.mockClear();
+    form = await show({ ...base, embedding_prompts: prompts });
+    form.querySelector<HTMLInputElement>("input[name=own_prompts]")!.click();
     expect((await save(form)).embedding_prompts).toBeNull();
+  });
+
+  it("for another model are not shown, and kept for it", async () => {
+    const prompts = { model: "/m/nomic.gguf", query: "search_query: ", document: "search_document: " };
+    const form = await show({ ...base, embedding_model: "/m/bge.gguf", embedding_prompts: prompts });
+    expect(form.querySelector<HTMLInputElement>("input[name=own_prompts]")!.checked).toBe(false);
+    expect(field(form, "query_prompt").value).toBe("");
+    expect((await save(form)).embedding_prompts).toEqual(prompts);
   });
 });

@@ -21,7 +21,7 @@ pub const DOCUMENT_PROMPT_KEY: &str = "sentence_transformers.prompts.document";
 pub struct Prompts {
     pub query: String,
     pub document: String,
-    /// Where they come from, for the user: "the file", "the nomic-embed-text family",
+    /// Where they come from, for the user: "the model file", "the nomic-embed-text family",
     /// "settings", or "none".
     pub source: String,
 }
@@ -58,6 +58,14 @@ const REPRESENT: &str = "Represent this sentence for searching relevant passages
 /// First match wins, so the exceptions of a family come before it ("bge-m3" is neither of the
 /// bge rules, which need "-en" or "-zh").
 const FAMILIES: &[Family] = &[
+    // bge's models trained without the instruction, and bge-en-icl, whose prompt is a
+    // template of examples rather than a prefix: given texts bare.
+    Family {
+        name: "bge (no instruction)",
+        matches: |n| n.contains("bge-") && (n.contains("noinstruct") || n.contains("-icl")),
+        query: "",
+        document: "",
+    },
     Family {
         name: "nomic-embed-code",
         matches: |n| n.contains("nomic-embed-code"),
@@ -192,10 +200,13 @@ pub fn detect(header: &GgufHeader, file_name: &str) -> Prompts {
         };
     }
     // The file's own names first: a file renamed by hand ("model.gguf", an Ollama blob) still
-    // says what it is inside. The first name of a known family decides, prompts or none.
+    // says what it is inside. `general.name` before `general.basename`: llama.cpp's converter
+    // leaves the variant out of the basename ("snowflake-arctic-embed-l" for v2.0,
+    // "multilingual-e5" for its instruct model), and the variant decides. The first name of a
+    // known family decides, prompts or none.
     let names = [
-        header.get_str("general.basename"),
         header.get_str("general.name"),
+        header.get_str("general.basename"),
         Some(file_name),
     ];
     for name in names.into_iter().flatten() {
@@ -239,7 +250,28 @@ mod tests {
         let p = detect(&keys, "nomic-embed-text-v1.5.gguf");
         assert_eq!((p.query.as_str(), p.document.as_str()), ("query: ", ""));
         assert_eq!(p.source, "the model file");
-        // The names inside the file before the file's own name.
+        // The names inside the file before the file's own name, and the full name before the
+        // basename, which llama.cpp's converter writes without the variant.
+        for (name, basename, want) in [
+            (
+                "Snowflake Arctic Embed L v2.0",
+                "snowflake-arctic-embed-l",
+                "query: ",
+            ),
+            (
+                "Multilingual E5 Large Instruct",
+                "multilingual-e5",
+                "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
+            ),
+            (
+                "Gte Qwen2 1.5B Instruct",
+                "gte-Qwen2",
+                "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
+            ),
+        ] {
+            let h = header(&[("general.name", name), ("general.basename", basename)]);
+            assert_eq!(detect(&h, "model.gguf").query, want, "{name}");
+        }
         let named = header(&[("general.basename", "bge-small-en-v1.5")]);
         let p = detect(&named, "nomic-embed-text.gguf");
         assert_eq!(p.source, "the bge (English) family");
@@ -321,6 +353,8 @@ mod tests {
             ("granite-embedding-30m-english", Some("granite-embedding")),
             ("jina-embeddings-v2-base-code", Some("jina-embeddings v2")),
             ("bge5-like.gguf", None),
+            ("bge-large-zh-noinstruct", Some("bge (no instruction)")),
+            ("bge-en-icl-Q4_K_M.gguf", Some("bge (no instruction)")),
             ("e5like.gguf", None),
             ("model.gguf", None),
         ] {

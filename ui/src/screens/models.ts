@@ -359,8 +359,8 @@ function searchModelButton(mi: ModelInfo): HTMLElement {
       class: "use-for-search",
       disabled: inUse || !settings,
       onclick: () =>
-        // Prompts written for the model before are not this one's.
-        void saveSettings((s) => ({ ...s, embedding_model: mi.path, embedding_prompts: null })).then((saved) => {
+        // Prompts written for the model before stay with it (they name it).
+        void saveSettings((s) => ({ ...s, embedding_model: mi.path })).then((saved) => {
           if (saved) void api.embedWorkspace(dispatch).catch(() => undefined);
         }),
     },

@@ -33,6 +33,8 @@ function renderSettings(): void {
     return;
   }
   const protocols = info?.protocols ?? [s.protocol];
+  // The prompts Settings gives the embedding model, where they are for the one it names.
+  const own = s.embedding_prompts && s.embedding_prompts.model === s.embedding_model ? s.embedding_prompts : null;
   const form = h(
     "form",
     { class: "settings-form card", id: "settings-form" },
@@ -45,11 +47,16 @@ function renderSettings(): void {
     h("label", { class: "check" }, h("input", { type: "checkbox", name: "require_plan_done", checked: s.require_plan_done }), "Refuse a final answer while the plan has open items"),
     h("label", null, "Persona (empty: the built-in one)", h("input", { type: "text", name: "persona", value: s.persona })),
     h("label", null, "Embedding model for search by meaning: a .gguf path or catalogue id (empty: all-MiniLM-L6-v2)", h("input", { type: "text", name: "embedding_model", value: s.embedding_model })),
-    h("label", { class: "check" }, h("input", { type: "checkbox", name: "own_prompts", checked: s.embedding_prompts != null }), "Give the embedding model these prompts instead of its own (Burrow knows those of nomic-embed-text, bge, e5, arctic-embed, mxbai, EmbeddingGemma and Qwen3-Embedding)"),
-    h("label", null, "Before each query", h("input", { type: "text", name: "query_prompt", value: s.embedding_prompts?.query ?? "", placeholder: "e.g. search_query: " })),
-    h("label", null, "Before each document", h("input", { type: "text", name: "document_prompt", value: s.embedding_prompts?.document ?? "", placeholder: "e.g. search_document: " })),
+    h("label", { class: "check" }, h("input", { type: "checkbox", name: "own_prompts", checked: own !== null }), "Give this embedding model these prompts instead of its own (Burrow knows those of nomic-embed, bge, e5, arctic-embed, mxbai, EmbeddingGemma, gte-Qwen and Qwen3-Embedding)"),
+    // Text areas: the instruct models' prompts hold a line break, which a text input drops.
+    h("label", null, "Before each query", h("textarea", { name: "query_prompt", rows: 2, placeholder: "e.g. search_query: ", disabled: own === null }, own?.query ?? "")),
+    h("label", null, "Before each document", h("textarea", { name: "document_prompt", rows: 2, placeholder: "e.g. search_document: ", disabled: own === null }, own?.document ?? "")),
     h("div", { class: "row" }, h("button", { type: "submit", class: "primary", id: "save-settings" }, "Save"), h("span", { class: "muted" }, " Applies from the next run.")),
   );
+  const ownBox = form.querySelector<HTMLInputElement>("input[name=own_prompts]")!;
+  ownBox.addEventListener("change", () => {
+    for (const t of form.querySelectorAll<HTMLTextAreaElement>("textarea")) t.disabled = !ownBox.checked;
+  });
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const d = new FormData(form);
@@ -64,8 +71,12 @@ function renderSettings(): void {
       require_plan_done: d.get("require_plan_done") !== null,
       persona: String(d.get("persona") ?? ""),
       embedding_model: String(d.get("embedding_model") ?? "").trim(),
-      // Kept as typed: a prompt's trailing space is part of it.
-      embedding_prompts: d.get("own_prompts") !== null ? { query: String(d.get("query_prompt") ?? ""), document: String(d.get("document_prompt") ?? "") } : null,
+      // Kept as typed: a prompt's trailing space is part of it. Prompts for another model stay
+      // with it until these replace them.
+      embedding_prompts:
+        d.get("own_prompts") !== null
+          ? { model: String(d.get("embedding_model") ?? "").trim(), query: String(d.get("query_prompt") ?? ""), document: String(d.get("document_prompt") ?? "") }
+          : own === null ? old.embedding_prompts : null,
     })).then((saved) => {
       // Another embedding model, or other prompts, embed the workspace again; the same ones
       // find nothing to do.
