@@ -288,6 +288,54 @@ fn a_units_vector_is_made_from_its_start_alone() {
     );
 }
 
+/// Issue 18 (memory bounded while embedding, with any embedding model): a session's context
+/// was sized by the model's trained window, whatever it embedded. A model trained on 8,192
+/// tokens (all-MiniLM-L6-v2's weights with its position table repeated to 8,192, converted
+/// by `burrow models convert`) took 1.3 GB and 11.4 s to embed 277 units read from their first
+/// 256 tokens, against 177 MB and 5.2 s now (MiniLM itself: 166 MB, 5.2 s). Now a context
+/// holds the windows it reads, and never a window longer than it holds.
+#[test]
+fn an_embedding_session_is_sized_by_the_windows_it_reads() {
+    use burrow::llm::embed::DEFAULT_BATCH_TOKENS;
+    use burrow::llm::gguf::{rewrite_metadata, MetaEdit};
+    let _guard = common::exclusive();
+    // MiniLM without the 256-token window sentence-transformers reads it in: its 512 trained
+    // positions are its window.
+    let dir = tempfile::tempdir().unwrap();
+    let wide = dir.path().join("wide.gguf");
+    rewrite_metadata(minilm(), &wide, &[MetaEdit::Remove(WINDOW_KEY.into())]).unwrap();
+    let m = EmbeddingModel::load(&wide, 2).unwrap();
+    assert_eq!(m.max_tokens(), 512);
+    let context = |window, batch| m.session(window, batch).unwrap().context_tokens();
+    assert_eq!(context(MAX_EMBED_TOKENS, 0), MAX_EMBED_TOKENS, "a query's");
+    assert_eq!(
+        context(MAX_EMBED_TOKENS, DEFAULT_BATCH_TOKENS),
+        DEFAULT_BATCH_TOKENS
+    );
+    assert_eq!(context(usize::MAX, 0), 512, "never past the model's window");
+    // llama.cpp aborted making a one-token context for up to 64 sequences.
+    assert_eq!(context(0, 0), 64);
+    m.session(1, 1)
+        .unwrap()
+        .embed(&["Coin control", ""])
+        .unwrap();
+    // A session of short windows reads a long text in them, never passing llama.cpp one
+    // longer than its context (a non-causal model aborts the process on it).
+    let text = "The wallet window freezes while rescanning. ".repeat(40);
+    assert!(m.tokens(&text).len() > 300);
+    let mut small = m.session(64, 0).unwrap();
+    assert_eq!(small.context_tokens(), 64);
+    let starts = small.embed_starts(&[&text], MAX_EMBED_TOKENS).unwrap();
+    let mut full = m.session(usize::MAX, DEFAULT_BATCH_TOKENS).unwrap();
+    let first_64 = full.embed_starts(&[&text], 64).unwrap();
+    assert!(cosine(&starts[0], &first_64[0]) > 0.9999);
+    small.embed(&[&text, "Coin control"]).unwrap();
+    // `embed` reads a text in the model's windows, sized for the longest text given.
+    let whole = m.embed(&[&text]).unwrap();
+    let in_windows = full.embed(&[&text]).unwrap();
+    assert!(cosine(&whole[0], &in_windows[0]) > 0.9999);
+}
+
 /// A query's vector is made from its start, as a unit's: a 120 KB log pasted into the search
 /// box was read whole, in hundreds of windows (12.6 s a search, at every typing pause), for a
 /// vector compared with vectors of units' starts.

@@ -160,7 +160,7 @@ impl Embedder for &ModelEmbedder {
             &prompted.iter().map(String::as_str).collect::<Vec<_>>()
         };
         self.model
-            .session(DEFAULT_BATCH_TOKENS)
+            .session(MAX_EMBED_TOKENS, DEFAULT_BATCH_TOKENS)
             .and_then(|mut s| s.embed_starts(texts, MAX_EMBED_TOKENS))
             .map_err(|e| e.to_string())
     }
@@ -266,7 +266,7 @@ fn serve_queries(model: &EmbeddingModel, prompts: &Prompts, queue: mpsc::Receive
     for (text, reply) in queue {
         if session.is_none() {
             // A query takes one window: a context that size is the cheapest to keep.
-            match model.session_with_threads(0, 1) {
+            match model.session_with_threads(MAX_EMBED_TOKENS, 0, 1) {
                 Ok(s) => session = Some(s),
                 Err(e) => {
                     let _ = reply.send(Err(e.to_string()));

@@ -206,20 +206,34 @@ impl EmbeddingModel {
             .collect()
     }
 
-    /// A session that embeds up to `batch_tokens` tokens at a time (at least one window).
-    pub fn session(&self, batch_tokens: usize) -> Result<EmbedSession<'_>, EmbedError> {
-        self.session_with_threads(batch_tokens, self.threads)
+    /// A session that reads texts in windows of at most `window` tokens (the model's own at
+    /// most), packing up to `batch_tokens` tokens into each batch (a longer window alone).
+    pub fn session(
+        &self,
+        window: usize,
+        batch_tokens: usize,
+    ) -> Result<EmbedSession<'_>, EmbedError> {
+        self.session_with_threads(window, batch_tokens, self.threads)
     }
 
     /// A session on `threads` threads rather than the model's own (a query's, beside a
     /// pass that embeds the workspace).
     pub fn session_with_threads(
         &self,
+        window: usize,
         batch_tokens: usize,
         threads: i32,
     ) -> Result<EmbedSession<'_>, EmbedError> {
         let threads = threads.max(1);
-        let batch = batch_tokens.max(self.max_tokens);
+        // The context holds one window whole (a non-causal model must see a sequence in one
+        // micro-batch), and no more than the windows it is given need: sized by the model's
+        // trained window instead, a model trained on 8,192 tokens took 1.3 GB and twice the
+        // time to embed units read from their first 256 (llama.cpp reserves for the largest
+        // micro-batch, and attention spans all of it).
+        let window = window.clamp(1, self.max_tokens);
+        let pack = batch_tokens.max(1);
+        // llama.cpp aborts making a context smaller than the sequences it may hold.
+        let batch = pack.max(window).max(MAX_SEQS);
         let n = u32::try_from(batch).unwrap_or(u32::MAX);
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new(n))
@@ -241,13 +255,22 @@ impl EmbeddingModel {
         Ok(EmbedSession {
             model: self,
             ctx,
+            window,
+            pack,
             batch,
         })
     }
 
-    /// Embeds `texts` in one session of the default batch size.
+    /// Embeds `texts` whole (in the model's windows) in one session of the default batch size,
+    /// sized for the longest of them.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.session(DEFAULT_BATCH_TOKENS)?.embed(texts)
+        let vocab = self.model.vocab();
+        let longest = texts
+            .iter()
+            .map(|t| vocab.tokenize(t.as_bytes(), true, false).len())
+            .max()
+            .unwrap_or(1);
+        self.session(longest, DEFAULT_BATCH_TOKENS)?.embed(texts)
     }
 }
 
@@ -261,12 +284,23 @@ pub const DEFAULT_BATCH_TOKENS: usize = 512;
 pub struct EmbedSession<'m> {
     model: &'m EmbeddingModel,
     ctx: LlamaContext<'m>,
+    /// The longest window it reads a text in.
+    window: usize,
+    /// Tokens packed into one batch, where the windows are shorter.
+    pack: usize,
+    /// Tokens one batch may hold: the context's size.
     batch: usize,
 }
 
 impl EmbedSession<'_> {
-    /// One unit vector per text, in order. A text longer than the model's window is read in
-    /// windows whose vectors are averaged, weighted by their tokens.
+    /// The tokens its context holds: the most one batch embeds.
+    pub fn context_tokens(&self) -> usize {
+        self.batch
+    }
+
+    /// One unit vector per text, in order. A text longer than the session's window (the
+    /// model's, for `EmbeddingModel::embed`) is read in windows whose vectors are averaged,
+    /// weighted by their tokens.
     pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.embed_windows(texts, usize::MAX, usize::MAX)
     }
@@ -290,6 +324,8 @@ impl EmbedSession<'_> {
         per_text: usize,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let model = self.model;
+        // Never a window longer than the context holds: llama.cpp aborts on one.
+        let limit = limit.min(self.window);
         let windows: Vec<(usize, Vec<LlamaToken>)> = texts
             .iter()
             .enumerate()
@@ -306,12 +342,23 @@ impl EmbedSession<'_> {
         while start < windows.len() {
             let mut end = start;
             let mut tokens = 0;
+            // Short windows packed up to `pack` tokens; a longer one goes alone.
             while end < windows.len()
                 && end - start < MAX_SEQS
+                && (end == start || tokens + windows[end].1.len() <= self.pack)
                 && tokens + windows[end].1.len() <= self.batch
             {
                 tokens += windows[end].1.len();
                 end += 1;
+            }
+            if end == start {
+                // Not reached (a window is at most the session's, which the context holds),
+                // but a batch of nothing would never end the loop.
+                return Err(EmbedError::Embed(format!(
+                    "a window of {} tokens is longer than the context's {}",
+                    windows[start].1.len(),
+                    self.batch
+                )));
             }
             self.embed_batch(&windows[start..end], tokens, &mut sums)?;
             start = end;
