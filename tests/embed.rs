@@ -587,6 +587,26 @@ fn a_language_model_or_a_broken_file_is_not_taken_for_an_embedding_model() {
     check_embedding_model(&last).unwrap();
     let e = check_embedding_model(&pooled("reranker.gguf", 4)).unwrap_err();
     assert!(e.to_string().contains("reranker"), "{e}");
+
+    // Pooled from its last token, a text ends with the end-of-text token, as Qwen3-Embedding
+    // was trained (files converted before llama.cpp wrote `add_eos_token` for it left it out,
+    // and each vector was of the text's last word); pooled by mean, it is read as written.
+    let by_last = EmbeddingModel::load(&last, 1).unwrap();
+    let by_mean = EmbeddingModel::load(&pooled("mean.gguf", 1), 1).unwrap();
+    let (a, b) = (
+        by_last.tokens("Coin control"),
+        by_mean.tokens("Coin control"),
+    );
+    assert_eq!(a.len(), b.len() + 1);
+    assert_eq!(a[..b.len()], b[..]);
+    // A text past 256 tokens: a decoder's KV cache split over 64 sequences held no more
+    // ("find_slot: n_tokens = 358 > size = 256").
+    let long = "The wallet window freezes while rescanning. ".repeat(40);
+    assert!(by_last.tokens(&long).len() > 256);
+    let v = by_last.embed(&["Coin control", &long]).unwrap();
+    assert!(v
+        .iter()
+        .all(|v| v.len() == 576 && v.iter().all(|x| x.is_finite())));
 }
 
 #[test]

@@ -36,6 +36,8 @@ pub enum EmbedError {
     Embed(String),
 }
 
+/// llama.cpp's `LLAMA_POOLING_TYPE_LAST`: the vector of a text's last token.
+const LAST_POOLING: u64 = 3;
 /// llama.cpp's `LLAMA_POOLING_TYPE_RANK`: a reranker's one score per pair.
 const RANK_POOLING: u64 = 4;
 
@@ -93,6 +95,8 @@ pub struct EmbeddingModel {
     threads: i32,
     /// What the model is given before a query and a document (`prompts::detect`).
     prompts: Prompts,
+    /// The token put after every text where its tokenizer leaves it out (`load`).
+    end: Option<LlamaToken>,
 }
 
 impl std::fmt::Debug for EmbeddingModel {
@@ -101,6 +105,7 @@ impl std::fmt::Debug for EmbeddingModel {
             .field("path", &self.path)
             .field("dimension", &self.dimension)
             .field("max_tokens", &self.max_tokens)
+            .field("end", &self.end)
             .finish()
     }
 }
@@ -130,7 +135,7 @@ impl EmbeddingModel {
                 reason: format!("{dimension} dimensions, a window of {max_tokens} tokens"),
             });
         }
-        let (prefix, suffix) = {
+        let (prefix, mut suffix) = {
             let vocab = model.vocab();
             let with = vocab.tokenize(b"a", true, false);
             let bare = vocab.tokenize(b"a", false, false);
@@ -141,6 +146,16 @@ impl EmbeddingModel {
                 _ => (Vec::new(), Vec::new()),
             }
         };
+        // A model pooled from its last token was trained with the end-of-text token after each
+        // text (Qwen3-Embedding's card: append `<|endoftext|>`, as its sentence-transformers
+        // tokenizer does); files converted before llama.cpp wrote `add_eos_token` for it leave
+        // it out, and each vector is then of the text's last word.
+        let eos = model.vocab().eos();
+        let end = (header.arch_u64("pooling_type") == Some(LAST_POOLING)
+            && eos.0 >= 0
+            && suffix.last() != Some(&eos))
+        .then_some(eos);
+        suffix.extend(end);
         let file_name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -154,6 +169,7 @@ impl EmbeddingModel {
             suffix,
             threads: threads.max(1) as i32,
             prompts: prompts::detect(&header, &file_name),
+            end,
         })
     }
 
@@ -179,12 +195,13 @@ impl EmbeddingModel {
     /// The text's tokens as the model reads them, special tokens included. A text's own
     /// `[CLS]` or `<|im_end|>` is text: special tokens are never parsed from it.
     pub fn tokens(&self, text: &str) -> Vec<i32> {
-        self.model
-            .vocab()
-            .tokenize(text.as_bytes(), true, false)
-            .into_iter()
-            .map(|t| t.0)
-            .collect()
+        self.tokenize(text).into_iter().map(|t| t.0).collect()
+    }
+
+    fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
+        let mut tokens = self.model.vocab().tokenize(text.as_bytes(), true, false);
+        tokens.extend(self.end);
+        tokens
     }
 
     /// The windows `text` is read in, each of `limit` tokens at most (the model's window at
@@ -192,12 +209,11 @@ impl EmbeddingModel {
     /// the model's own special tokens.
     fn windows(&self, text: &str, limit: usize) -> Vec<Vec<LlamaToken>> {
         let limit = limit.min(self.max_tokens);
-        let vocab = self.model.vocab();
-        let whole = vocab.tokenize(text.as_bytes(), true, false);
+        let whole = self.tokenize(text);
         if whole.len() <= limit {
             return vec![whole];
         }
-        let bare = vocab.tokenize(text.as_bytes(), false, false);
+        let bare = self.model.vocab().tokenize(text.as_bytes(), false, false);
         let room = limit
             .saturating_sub(self.prefix.len() + self.suffix.len())
             .max(1);
@@ -241,6 +257,11 @@ impl EmbeddingModel {
             // A non-causal model must see a whole sequence in one micro-batch.
             .with_n_ubatch(n)
             .with_n_seq_max(MAX_SEQS as u32)
+            // A decoder pooled into a vector (Qwen3-Embedding) keeps a KV cache: one shared by
+            // the batch's sequences holds any mix of them up to the context. Split per sequence,
+            // each got the context over 64 (at least 256 cells), and a text longer than that
+            // failed ("find_slot: n_tokens = 3602 > size = 256").
+            .with_kv_unified(true)
             .with_embeddings(true)
             .with_n_threads(threads)
             .with_n_threads_batch(threads);
@@ -264,10 +285,9 @@ impl EmbeddingModel {
     /// Embeds `texts` whole (in the model's windows) in one session of the default batch size,
     /// sized for the longest of them.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let vocab = self.model.vocab();
         let longest = texts
             .iter()
-            .map(|t| vocab.tokenize(t.as_bytes(), true, false).len())
+            .map(|t| self.tokenize(t).len())
             .max()
             .unwrap_or(1);
         self.session(longest, DEFAULT_BATCH_TOKENS)?.embed(texts)
