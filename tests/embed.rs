@@ -607,6 +607,15 @@ fn a_language_model_or_a_broken_file_is_not_taken_for_an_embedding_model() {
     assert!(v
         .iter()
         .all(|v| v.len() == 576 && v.iter().all(|x| x.is_finite())));
+    // Sharing the cache, each sequence still sees only its own tokens: the same vector beside
+    // a short text, and beside a long one within what a larger batch's kernels change
+    // (quantized weights take another path for it: 0.9991 here).
+    let alone = by_last.embed(&["Coin control"]).unwrap().remove(0);
+    let beside = by_last
+        .embed(&["Coin control", "The wallet window freezes."])
+        .unwrap();
+    assert!(cosine(&alone, &beside[0]) > 0.9999);
+    assert!(cosine(&alone, &v[0]) > 0.998, "{}", cosine(&alone, &v[0]));
 }
 
 #[test]
