@@ -315,14 +315,18 @@ fn an_embedding_session_is_sized_by_the_windows_it_reads() {
     assert_eq!(context(usize::MAX, 0), 512, "never past the model's window");
     // llama.cpp aborted making a one-token context for up to 64 sequences.
     assert_eq!(context(0, 0), 64);
-    m.session(1, 1)
+    // A text of the special tokens alone, in windows shorter than they are, is read whole.
+    let tiny = m
+        .session(1, 1)
         .unwrap()
         .embed(&["Coin control", ""])
         .unwrap();
+    let empty = m.embed(&[""]).unwrap();
+    assert!(cosine(&tiny[1], &empty[0]) > 0.9999);
     // A session of short windows reads a long text in them, never passing llama.cpp one
     // longer than its context (a non-causal model aborts the process on it).
-    let text = "The wallet window freezes while rescanning. ".repeat(40);
-    assert!(m.tokens(&text).len() > 300);
+    let text = "The wallet window freezes while rescanning. ".repeat(80);
+    assert!(m.tokens(&text).len() > 512);
     let mut small = m.session(64, 0).unwrap();
     assert_eq!(small.context_tokens(), 64);
     let starts = small.embed_starts(&[&text], MAX_EMBED_TOKENS).unwrap();
@@ -539,6 +543,25 @@ fn prompts_changed_in_settings_embed_the_workspace_again() {
     );
     assert_eq!(app.workspace().meaning_unavailable().unwrap(), None);
 
+    // A prompt refused for its length fails the pass; mended in Settings, the next pass
+    // goes (the failure was remembered until the model's file changed).
+    settings.embedding_prompts = Some(EmbeddingPrompts {
+        model: model.clone(),
+        query: "query: ".into(),
+        document: "为这个句子生成表示以用于检索相关文章".repeat(10),
+    });
+    app.set_settings(settings.clone()).unwrap();
+    let e = app.embed_workspace(&mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("document prompt"), "{e}");
+    settings.embedding_prompts = Some(EmbeddingPrompts {
+        model: model.clone(),
+        query: "query: ".into(),
+        document: "passage: ".into(),
+    });
+    app.set_settings(settings.clone()).unwrap();
+    let mended = app.embed_workspace(&mut |_| {}).unwrap().unwrap();
+    assert_eq!(mended.embedded, 0, "{mended:?}");
+
     // Back to the model's own (none): embedded again, as first.
     settings.embedding_prompts = None;
     app.set_settings(settings).unwrap();
@@ -585,8 +608,20 @@ fn a_language_model_or_a_broken_file_is_not_taken_for_an_embedding_model() {
         .unwrap_err();
     assert!(e.to_string().contains("embedding model"), "{e}");
     check_embedding_model(&last).unwrap();
-    let e = check_embedding_model(&pooled("reranker.gguf", 4)).unwrap_err();
+    let reranker = pooled("reranker.gguf", 4);
+    let e = check_embedding_model(&reranker).unwrap_err();
     assert!(e.to_string().contains("reranker"), "{e}");
+    // Nor is a reranker a chat model, or offered as an embedding model.
+    let info = burrow::llm::library::ModelInfo::from_path(
+        &reranker,
+        burrow::llm::library::ModelSource::Path,
+    )
+    .unwrap();
+    assert!(!info.embedding && info.not_for_chat);
+    let e = engine
+        .load(&reranker, &burrow::llm::LoadOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("cannot chat"), "{e}");
 
     // Pooled from its last token, a text ends with the end-of-text token, as Qwen3-Embedding
     // was trained (files converted before llama.cpp wrote `add_eos_token` for it left it out,

@@ -1233,6 +1233,9 @@ impl App {
     pub fn set_settings(&self, settings: Settings) -> Result<(), AppError> {
         settings.save(&self.home)?;
         *lock(&self.settings) = settings;
+        // A model that failed for what the settings gave it (a prompt too long) is tried
+        // again with the new ones: the failure was remembered until its file changed.
+        *lock(&self.embedder_failed) = None;
         Ok(())
     }
 }

@@ -302,11 +302,17 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
         "NAME", "USE", "ARCH", "PARAMS", "QUANT", "SIZE", "CONTEXT", "TEMPLATE", "FOUND IN"
     );
     for m in &found.models {
-        let embedding = m.embedding;
+        let use_ = if m.embedding {
+            "embedding"
+        } else if m.not_for_chat {
+            "other"
+        } else {
+            "chat"
+        };
         println!(
             "{:<40} {:<9} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} {}",
             truncate(&m.name, 40),
-            if embedding { "embedding" } else { "chat" },
+            use_,
             truncate(&m.architecture, 10),
             m.parameters_label(),
             m.quantization,
@@ -314,7 +320,7 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
             m.context_length
                 .map(|c| c.to_string())
                 .unwrap_or_else(|| "?".into()),
-            match (embedding, m.has_chat_template) {
+            match (m.not_for_chat, m.has_chat_template) {
                 (true, _) => "-",
                 (false, true) => "yes",
                 (false, false) => "chatml",

@@ -176,11 +176,26 @@ pub fn is_embedding(arch: &str) -> bool {
     EMBEDDING_ARCHITECTURES.contains(&arch)
 }
 
-/// Whether a model of `arch` whose file gives `pooling` (`{arch}.pooling_type`) is for
-/// embedding: an encoder architecture, or any whose file names a pooling other than none
-/// (Qwen3-Embedding is a `qwen3` with last-token pooling; a reranker pools to a score).
+/// llama.cpp's pooling types a file may name (`{arch}.pooling_type`).
+const POOLING_NONE: u64 = 0;
+const POOLING_RANK: u64 = 4;
+
+/// Whether a model of `arch` whose file gives `pooling` turns a text into one vector: an
+/// encoder architecture that pools, or any architecture whose file names a pooling into a
+/// vector (Qwen3-Embedding is a `qwen3` with last-token pooling). Not a reranker (pooled to
+/// one score for a query and a text together), nor an encoder giving a vector per token.
 pub fn is_embedding_model(arch: &str, pooling: Option<u64>) -> bool {
-    is_embedding(arch) || pooling.is_some_and(|p| p != 0)
+    match pooling {
+        Some(POOLING_NONE | POOLING_RANK) => false,
+        Some(_) => true,
+        None => is_embedding(arch),
+    }
+}
+
+/// Whether a model of `arch` whose file gives `pooling` cannot chat: an encoder, or a model
+/// tuned to pool (an embedding model or a reranker).
+pub fn is_not_for_chat(arch: &str, pooling: Option<u64>) -> bool {
+    is_embedding(arch) || pooling.is_some_and(|p| p != POOLING_NONE)
 }
 
 /// Whether the pinned llama.cpp loads the architecture (as a chat model or, for the BERT

@@ -214,6 +214,11 @@ impl EmbeddingModel {
             return vec![whole];
         }
         let bare = self.model.vocab().tokenize(text.as_bytes(), false, false);
+        if bare.is_empty() {
+            // The model's own tokens alone (an empty text): a window shorter than they are
+            // would leave it none, and a zero vector.
+            return vec![whole];
+        }
         let room = limit
             .saturating_sub(self.prefix.len() + self.suffix.len())
             .max(1);

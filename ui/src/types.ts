@@ -234,6 +234,8 @@ export interface ModelInfo {
   catalogue_id: string | null;
   /// An embedding model (for search by meaning): it cannot chat.
   embedding?: boolean;
+  /// Not a chat model (an embedding model, a reranker, another encoder).
+  not_for_chat?: boolean;
 }
 
 export interface Discovery {

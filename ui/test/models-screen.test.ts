@@ -214,11 +214,21 @@ describe("embedding models", () => {
       embedding_prompts: { model: "", query: "q: ", document: "" }, serve: { enabled: false, port: 8089, api_key_env: "" },
     };
     loop.update({ kind: "ui_settings", settings });
-    loop.update({ kind: "ui_catalogue", catalogue: [{ ...catalogueModel("minilm", "all-MiniLM-L6-v2"), purpose: "embedding" }] });
-    const embedder = (name: string, path: string, catalogue_id: string | null): ModelInfo => ({ ...found("x"), name, path, catalogue_id, architecture: "bert", embedding: true });
+    loop.update({ kind: "ui_catalogue", catalogue: [{ ...catalogueModel("minilm", "all-MiniLM-L6-v2"), file: "minilm.gguf", purpose: "embedding" }] });
+    const embedder = (name: string, path: string, catalogue_id: string | null): ModelInfo => ({ ...found("x"), name, path, catalogue_id, architecture: "bert", embedding: true, not_for_chat: true });
     loop.update({
       kind: "ui_discovery",
-      discovery: { models: [found("smollm2"), embedder("all-MiniLM-L6-v2", "/models/minilm.gguf", "minilm"), embedder("nomic", "/models/nomic.gguf", null)], problems: [] },
+      discovery: {
+        models: [
+          found("smollm2"),
+          embedder("all-MiniLM-L6-v2", "/models/minilm.gguf", "minilm"),
+          // Another copy of the catalogue's file, elsewhere: not the one the core loads.
+          embedder("all-MiniLM-L6-v2", "/hf-cache/minilm.gguf", "minilm"),
+          embedder("nomic", "/models/nomic.gguf", null),
+          { ...found("x"), name: "bge-reranker", path: "/models/reranker.gguf", catalogue_id: null, architecture: "bert", embedding: false, not_for_chat: true },
+        ],
+        problems: [],
+      },
     });
     screen.renderModels();
     const rowOf = (path: string) => views.models.querySelector<HTMLElement>(`tr[data-path="${path}"]`)!;
@@ -228,6 +238,12 @@ describe("embedding models", () => {
     expect(minilm.querySelector("button.load")).toBeNull();
     const used = minilm.querySelector<HTMLButtonElement>("button.use-for-search")!;
     expect([used.textContent, used.disabled]).toEqual(["Used for search", true]);
+    const copy = rowOf("/hf-cache/minilm.gguf").querySelector<HTMLButtonElement>("button.use-for-search")!;
+    expect([copy.textContent, copy.disabled]).toEqual(["Use for search", false]);
+    // A reranker is neither loaded to chat nor offered for search.
+    const reranker = rowOf("/models/reranker.gguf");
+    expect(reranker.querySelector("button.load, button.use-for-search")).toBeNull();
+    expect(reranker.textContent).toContain("Not a chat model");
     const nomic = rowOf("/models/nomic.gguf").querySelector<HTMLButtonElement>("button.use-for-search")!;
     expect([nomic.textContent, nomic.disabled]).toEqual(["Use for search", false]);
     nomic.click();

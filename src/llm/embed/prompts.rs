@@ -154,7 +154,7 @@ const FAMILIES: &[Family] = &[
     },
     Family {
         name: "gte",
-        matches: |n| n.starts_with("gte") || n.contains("-gte-") || n.contains("/gte-"),
+        matches: |n| n.starts_with("gte-") || n.contains("-gte-") || n.contains("/gte-"),
         query: "",
         document: "",
     },

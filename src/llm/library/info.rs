@@ -67,10 +67,13 @@ pub struct ModelInfo {
     pub head_count_kv: Option<u64>,
     pub vocab_size: Option<u64>,
     pub tensor_data_bytes: u64,
-    /// An embedding model (an encoder, or any model whose file names a pooling type, such as
-    /// Qwen3-Embedding): it turns text into vectors and cannot chat.
+    /// An embedding model (an encoder, or any model whose file names a pooling into a vector,
+    /// such as Qwen3-Embedding): it turns text into vectors and cannot chat.
     #[serde(default)]
     pub embedding: bool,
+    /// Not a chat model: an embedding model, a reranker, or another encoder.
+    #[serde(default)]
+    pub not_for_chat: bool,
 }
 
 impl ModelInfo {
@@ -167,6 +170,7 @@ impl ModelInfo {
             vocab_size,
             tensor_data_bytes,
             embedding: arch::is_embedding_model(&architecture, h.arch_u64("pooling_type")),
+            not_for_chat: arch::is_not_for_chat(&architecture, h.arch_u64("pooling_type")),
             architecture,
         })
     }

@@ -171,11 +171,16 @@ impl LlamaEngine {
         available: Option<u64>,
     ) -> Result<LoadHandle, LlmError> {
         let path = info.path.clone();
-        if info.embedding {
+        if info.not_for_chat {
+            let what = if info.embedding {
+                "an embedding model"
+            } else {
+                "a reranker or encoder"
+            };
             return Err(LlmError::NotAModel {
                 path: path.to_path_buf(),
                 reason: format!(
-                    "{} is an embedding model (architecture {}): it turns text into vectors \
+                    "{} is {what} (architecture {}): it turns text into vectors or scores \
                      for search and cannot chat",
                     info.name, info.architecture
                 ),

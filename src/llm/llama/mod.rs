@@ -414,6 +414,7 @@ mod tests {
             vocab_size: Some(152064),
             tensor_data_bytes: 4_680_000_000,
             embedding: false,
+            not_for_chat: false,
         }
     }
 

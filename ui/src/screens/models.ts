@@ -317,7 +317,9 @@ export function renderModels(): void {
               h("td", { class: "path", title: mi.path }, `${mi.source}: ${mi.path}`),
               mi.embedding
                 ? h("td", { class: "actions" }, searchModelButton(mi))
-                : h(
+                : mi.not_for_chat
+                  ? h("td", { class: "actions muted" }, "Not a chat model")
+                  : h(
                     "td",
                     { class: "actions" },
                     h("button", { class: "load", disabled: inUse || m.loading !== null || isLive(state.run), onclick: () => void loadModel(mi) }, inUse ? "In use" : current ? "Switch" : "Load"),
@@ -350,9 +352,10 @@ const settingsForms = new Map<string, { saved: string; el: HTMLElement }>();
 function searchModelButton(mi: ModelInfo): HTMLElement {
   const { settings, catalogue } = getState();
   const chosen = settings?.embedding_model.trim() ?? "";
-  const inUse = chosen === ""
-    ? catalogue?.some((c) => c.purpose === "embedding" && c.id === mi.catalogue_id) ?? false
-    : chosen === mi.path || chosen === mi.catalogue_id;
+  // The file the core loads for a catalogue id (or none: the catalogue's first embedding
+  // model) is the one in the catalogue's folder, not another copy of the same name.
+  const entry = chosen === "" ? catalogue?.find((c) => c.purpose === "embedding") : catalogue?.find((c) => c.id === chosen);
+  const inUse = entry ? mi.path === `${entry.dest}/${entry.file}` : chosen === mi.path;
   return h(
     "button",
     {
