@@ -860,6 +860,7 @@ fn models_list_marks_the_embedding_model() {
     };
     let text = info(&models.join("all-MiniLM-L6-v2.F16.gguf"));
     assert!(text.contains("texts embedded as they are"), "{text}");
+    assert!(text.contains("window:            256 tokens"), "{text}");
     assert!(!text.contains("ChatML"), "{text}");
     let text = info(&nomic);
     assert!(

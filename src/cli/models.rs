@@ -426,6 +426,10 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
             .map(|c| c.to_string())
             .unwrap_or_else(|| "unknown".into())
     );
+    if let Some(n) = header.get_u64(burrow::llm::embed::WINDOW_KEY) {
+        // sentence-transformers reads the model in a shorter window than its positions.
+        println!("window:            {n} tokens");
+    }
     match &prompts {
         Some(p) if p.is_empty() => {
             println!("embedding model:   texts embedded as they are (no prompts)");
