@@ -36,7 +36,7 @@ impl std::fmt::Debug for ModelEmbedder {
 
 impl ModelEmbedder {
     /// Loads the embedding model `query` names (a path or a catalogue id), else the settings',
-    /// else the catalogue's, with the settings' prompts where it is the settings' model: what
+    /// else the catalogue's, with the settings' prompts where they are for that model: what
     /// the app loads, so the CLI's vectors are the app's.
     pub fn load(home: &BurrowHome, query: Option<&str>, threads: u32) -> Result<Self, AppError> {
         let settings = Settings::load(home)?;
