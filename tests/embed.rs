@@ -340,6 +340,38 @@ fn an_embedding_session_is_sized_by_the_windows_it_reads() {
     assert!(cosine(&whole[0], &in_windows[0]) > 0.9999);
 }
 
+/// A damaged model (its token embeddings NaN) gave vectors of NaN, and a workspace pass stored
+/// them over the good ones: searches by meaning then ranked at random. Now no such vector
+/// leaves the model.
+#[test]
+fn a_model_whose_weights_are_not_numbers_gives_no_vectors() {
+    use std::io::{Seek, SeekFrom, Write};
+    let _guard = common::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let nan = dir.path().join("nan.gguf");
+    std::fs::copy(minilm(), &nan).unwrap();
+    let header = check_embedding_model(&nan).unwrap();
+    let t = header
+        .tensors
+        .iter()
+        .find(|t| t.name == "token_embd.weight")
+        .unwrap();
+    assert_eq!(t.type_name(), "F16");
+    let mut f = std::fs::OpenOptions::new().write(true).open(&nan).unwrap();
+    f.seek(SeekFrom::Start(header.data_offset + t.offset))
+        .unwrap();
+    // F16 NaN, little-endian.
+    f.write_all(&[0x00, 0x7e].repeat(t.size_bytes as usize / 2))
+        .unwrap();
+    drop(f);
+    let m = EmbeddingModel::load(&nan, 1).unwrap();
+    let e = m.embed(&["Coin control"]).unwrap_err().to_string();
+    assert!(e.contains("nan.gguf") && e.contains("not a number"), "{e}");
+    let embedder = ModelEmbedder::load_path(&nan, 1, None).unwrap();
+    let e = (&embedder).embed(&["Coin control"]).unwrap_err();
+    assert!(e.contains("not a number"), "{e}");
+}
+
 /// A query's vector is made from its start, as a unit's: a 120 KB log pasted into the search
 /// box was read whole, in hundreds of windows (12.6 s a search, at every typing pause), for a
 /// vector compared with vectors of units' starts.

@@ -391,6 +391,16 @@ impl EmbedSession<'_> {
         for v in &mut sums {
             normalize(v);
         }
+        // A damaged model (weights that are NaN) gives vectors no search can rank by; stored,
+        // they replaced good ones.
+        if let Some(i) = sums.iter().position(|v| v.iter().any(|x| !x.is_finite())) {
+            return Err(EmbedError::Embed(format!(
+                "{}: the vector of text {} is not a number throughout (NaN or infinite): \
+                 are the model's weights damaged?",
+                model.path.display(),
+                i + 1
+            )));
+        }
         Ok(sums)
     }
 

@@ -196,6 +196,23 @@ impl Workspace {
                 )));
             }
             let tx = super::index::begin_write(&mut conn, "embeddings", &mut |_| {})?;
+            // Another pass (the app's, beside a CLI's) may have switched the vectors to its
+            // model meanwhile: this one's would then be stored as that model's.
+            let current: Option<(String, i64)> = tx
+                .query_row(
+                    "SELECT name, dimension FROM embedding_model WHERE id = 1",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(db_err("reading the embedding model"))?;
+            if current.as_ref().map(|(n, d)| (n.as_str(), *d as usize)) != Some((&name, dim)) {
+                let other = current.map_or_else(|| "none".to_string(), |(n, _)| n);
+                return Err(WorkspaceError::Embed(format!(
+                    "another embedding pass switched the workspace's vectors to {other} while \
+                     this one embedded with {name}; this one stopped"
+                )));
+            }
             {
                 let mut put_vec = tx
                     .prepare_cached("INSERT OR IGNORE INTO vectors (hash, vec) VALUES (?1, ?2)")

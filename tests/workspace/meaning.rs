@@ -243,6 +243,69 @@ fn embedding_is_incremental_and_a_new_model_embeds_everything_again() {
     );
 }
 
+/// A pass whose model another pass switched the workspace to meanwhile (the desktop app's at
+/// start, beside a CLI's with another model) stored its pages under that model's name: the
+/// workspace said every unit had a vector of the second model, and they were the first's.
+/// Now each page checks the model is still its own, and the pass stops, saying why.
+#[test]
+fn a_pass_whose_model_another_pass_replaced_stops_instead_of_mixing_them() {
+    struct Intruded<'a> {
+        inner: Synonyms,
+        dir: &'a Path,
+        intruded: bool,
+    }
+    impl Embedder for Intruded<'_> {
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            if !std::mem::replace(&mut self.intruded, true) {
+                // Another handle's pass, with another model of the same dimension.
+                let other = open(self.dir);
+                let mut second = Synonyms::new("second-model", 64);
+                other.embed_pending(&mut second, &mut |_| {}).unwrap();
+            }
+            // The first model's vectors point the other way: stored, they would rank last
+            // what the second's rank first.
+            let vs = self.inner.embed(texts)?;
+            Ok(vs
+                .into_iter()
+                .map(|v| v.into_iter().map(|x| -x).collect())
+                .collect())
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    let mut first = Intruded {
+        inner: Synonyms::new("first-model", 64),
+        dir: dir.path(),
+        intruded: false,
+    };
+    let e = ws
+        .embed_pending(&mut first, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("switched") && e.contains("second-model") && e.contains("first-model"),
+        "{e}"
+    );
+    let (name, _, n) = ws.vectors_status().unwrap().unwrap();
+    assert!(name.starts_with("second-model"), "{name}");
+    assert_eq!(n, 4);
+    // Every vector is the second model's: the first's page was not written.
+    let second = Synonyms::new("second-model", 64);
+    let found = numbers(&ws, &second, "crash", SearchMode::Meaning, &[]);
+    assert_eq!(found.first(), Some(&1), "{found:?}");
+    let again = ws
+        .embed_pending(&mut Synonyms::new("second-model", 64), &mut |_| {})
+        .unwrap();
+    assert_eq!(again.embedded, 0);
+}
+
 /// A search holds the vectors in memory and reloads them when they change, whoever changed
 /// them: here another handle on the same database (the desktop app's pass, or a CLI beside
 /// it). The change is now seen through a counter kept by triggers, not by counting and summing
