@@ -559,6 +559,14 @@ fn prompts_changed_in_settings_embed_the_workspace_again() {
     assert_eq!(app.workspace().meaning_unavailable().unwrap(), None);
     let loaded = ModelEmbedder::load(&home, None, 1).unwrap();
     assert_eq!(loaded.prompts().query, "query: ");
+    // However the same file is written.
+    let folder = minilm().parent().unwrap();
+    let respelled = folder
+        .join("..")
+        .join(folder.file_name().unwrap())
+        .join(minilm().file_name().unwrap());
+    let loaded_again = ModelEmbedder::load(&home, respelled.to_str(), 1).unwrap();
+    assert_eq!(loaded_again.prompts().query, "query: ");
     assert!(name.starts_with(&QueryEmbedder::name(&loaded)), "{name}");
 
     // Another query prompt makes no stored vector: nothing is embedded again.
@@ -901,6 +909,25 @@ fn models_list_marks_the_embedding_model() {
         ),
         "{text}"
     );
+
+    // A mistyped path is said to be one, with the reason: it was "the catalogue has no model".
+    let missing = home.path().join("nomic-embed-text.gguf");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_burrow"))
+        .args(["embed", "-m"])
+        .arg(&missing)
+        .arg("hi")
+        .env("BURROW_HOME", home.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("nomic-embed-text.gguf") && err.contains("No such file"),
+        "{err}"
+    );
+    // So are threads no machine has (100,000 crashed OpenMP), before the model is read.
+    let e = EmbeddingModel::load(minilm(), 100_000).unwrap_err();
+    assert!(e.to_string().contains("100000 threads"), "{e}");
 }
 
 /// Issue 18: an embedding pass asked for while one runs (the desktop app asks after every

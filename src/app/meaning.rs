@@ -122,7 +122,11 @@ pub fn settings_prompts<'s>(
     let prompts = settings.embedding_prompts.as_ref()?;
     let model = Some(prompts.model.trim()).filter(|m| !m.is_empty());
     let theirs = super::models::embedding_model(home, model).ok()?;
-    (theirs == path).then_some(prompts)
+    // One file however it is written ("./m.gguf", a link): the prompts were dropped, and the
+    // workspace embedded again without them.
+    let same = theirs == path
+        || matches!((theirs.canonicalize(), path.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    same.then_some(prompts)
 }
 
 /// The prompts the settings give (`given`), else the model's own.

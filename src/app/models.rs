@@ -35,6 +35,8 @@ pub enum ModelsError {
         name: String,
         file: String,
     },
+    #[error("{}: not an embedding model file: {reason}", path.display())]
+    NotAFile { path: PathBuf, reason: String },
 }
 
 /// The project's `models/` folder: next to the working directory, else next to the sources
@@ -137,6 +139,19 @@ pub fn embedding_model(home: &BurrowHome, query: Option<&str>) -> Result<PathBuf
         let path = Path::new(q);
         if path.is_file() {
             return Ok(path.to_path_buf());
+        }
+        // A path that is not a file is a mistyped path, not a catalogue id: said as such (it
+        // was "the catalogue has no model …").
+        if q.contains(std::path::MAIN_SEPARATOR) || q.contains('/') || q.ends_with(".gguf") {
+            let reason = match std::fs::metadata(path) {
+                Ok(m) if m.is_dir() => "it is a folder".to_string(),
+                Ok(_) => "it is not a regular file".to_string(),
+                Err(e) => e.to_string(),
+            };
+            return Err(ModelsError::NotAFile {
+                path: path.to_path_buf(),
+                reason,
+            });
         }
     }
     let catalogue = Catalogue::builtin();

@@ -69,7 +69,8 @@ pub struct Settings {
 /// Texts put before a query and before a document for the embedding model they were written
 /// for.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+// A misspelt field ("qurey") would be dropped, and the model embedded without that prompt.
+#[serde(default, deny_unknown_fields)]
 pub struct EmbeddingPrompts {
     /// The embedding model they are for, as `embedding_model` names it (empty: the
     /// catalogue's); any other model has its own.
@@ -409,6 +410,13 @@ mod tests {
             e.contains(SETTINGS_FILE) && e.contains("line 1 column 20"),
             "{e}"
         );
+        std::fs::write(
+            Settings::path(&home),
+            r#"{"embedding_prompts": {"qurey": "search_query: "}}"#,
+        )
+        .unwrap();
+        let e = Settings::load(&home).unwrap_err().to_string();
+        assert!(e.contains("qurey"), "{e}");
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub enum EmbedError {
     Engine(#[from] LlmError),
     #[error("llama.cpp failed to embed: {0}")]
     Embed(String),
+    #[error("{0} threads is more than any machine has (at most {max})", max = super::llama::MAX_THREADS)]
+    Threads(u32),
 }
 
 /// llama.cpp's `LLAMA_POOLING_TYPE_LAST`: the vector of a text's last token.
@@ -113,6 +115,9 @@ impl std::fmt::Debug for EmbeddingModel {
 impl EmbeddingModel {
     /// Loads the embedding model at `path` on the CPU with `threads` threads.
     pub fn load(path: &Path, threads: u32) -> Result<Self, EmbedError> {
+        if threads > super::llama::MAX_THREADS {
+            return Err(EmbedError::Threads(threads));
+        }
         let header = check_embedding_model(path)?;
         let backend = backend()?;
         let mark = llama_log::mark();

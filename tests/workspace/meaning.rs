@@ -453,6 +453,19 @@ fn an_installed_model_gives_every_search_its_query_vector() {
         })
         .unwrap();
     assert!(words.hits.is_empty());
+    // A query of no words is refused by meaning as by words: it ranked every unit against
+    // the vector of nothing.
+    for text in ["", "  ", "!!!?"] {
+        let e = ws
+            .search(&SearchQuery {
+                text: text.into(),
+                mode: SearchMode::Meaning,
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("no words"), "{text:?}: {e}");
+    }
 
     // The agent's search tool ranks by meaning through the same workspace.
     let tools = burrow::tools::all_tools(ws.clone()).unwrap();

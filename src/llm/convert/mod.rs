@@ -381,7 +381,18 @@ fn max_seq_length(dir: &Path) -> Result<Option<u64>, ConvertError> {
         return Ok(None);
     }
     let config: Value = read_json(dir, "sentence_bert_config.json")?;
-    Ok(config["max_seq_length"].as_u64())
+    match &config["max_seq_length"] {
+        Value::Null => Ok(None),
+        // A window too short to hold a word between the model's own tokens made a file every
+        // use of which failed.
+        v => match v.as_u64().filter(|&n| n >= 4) {
+            Some(n) => Ok(Some(n)),
+            None => Err(ConvertError::Json {
+                path: dir.join("sentence_bert_config.json"),
+                message: format!("max_seq_length is {v}, not a window of 4 tokens or more"),
+            }),
+        },
+    }
 }
 
 /// The prompts sentence-transformers puts before a query and before a document
@@ -394,13 +405,30 @@ fn retrieval_prompts(dir: &Path) -> Result<Option<(String, String)>, ConvertErro
     }
     let config: Value = read_json(dir, FILE)?;
     let prompts = &config["prompts"];
-    let text = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| prompts[*k].as_str())
-            .map(str::to_string)
+    let wrong = |message: String| ConvertError::Json {
+        path: dir.join(FILE),
+        message,
     };
-    let query = text(&["query"]);
-    let document = text(&["document", "passage", "corpus"]);
+    if !(prompts.is_null() || prompts.is_object()) {
+        return Err(wrong(format!(
+            "\"prompts\" is {prompts}, not an object of texts"
+        )));
+    }
+    // A prompt that is not text is a broken file, not a model without prompts.
+    let text = |keys: &[&str]| -> Result<Option<String>, ConvertError> {
+        for k in keys {
+            match &prompts[*k] {
+                Value::Null => continue,
+                Value::String(s) => return Ok(Some(s.clone())),
+                other => {
+                    return Err(wrong(format!("prompts.{k} is {other}, not a text")));
+                }
+            }
+        }
+        Ok(None)
+    };
+    let query = text(&["query"])?;
+    let document = text(&["document", "passage", "corpus"])?;
     if query.as_deref().unwrap_or("").is_empty() && document.as_deref().unwrap_or("").is_empty() {
         return Ok(None);
     }
@@ -676,10 +704,26 @@ mod tests {
             let want = want.map(|(q, d): (&str, &str)| (q.to_string(), d.to_string()));
             assert_eq!(got, want, "{config}");
         }
-        std::fs::write(&file, "{").unwrap();
-        assert!(matches!(
-            retrieval_prompts(dir.path()),
-            Err(ConvertError::Json { .. })
-        ));
+        for broken in [
+            "{",
+            r#"{"prompts": {"query": 5}}"#,
+            r#"{"prompts": ["query: "]}"#,
+        ] {
+            std::fs::write(&file, broken).unwrap();
+            let e = retrieval_prompts(dir.path()).unwrap_err();
+            assert!(matches!(e, ConvertError::Json { .. }), "{broken}: {e}");
+        }
+        let e = retrieval_prompts(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("config_sentence_transformers.json"), "{e}");
+        let window = dir.path().join("sentence_bert_config.json");
+        for (config, want) in [
+            (r#"{"max_seq_length": 256}"#, Some(Some(256))),
+            (r#"{"do_lower_case": false}"#, Some(None)),
+            (r#"{"max_seq_length": 0}"#, None),
+            (r#"{"max_seq_length": "long"}"#, None),
+        ] {
+            std::fs::write(&window, config).unwrap();
+            assert_eq!(max_seq_length(dir.path()).ok(), want, "{config}");
+        }
     }
 }

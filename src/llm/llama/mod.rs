@@ -144,6 +144,10 @@ pub fn fit_gpu_layers(info: &ModelInfo, opts: &ResolvedLoadOptions, free: u64) -
         .min(layer_count(info))
 }
 
+/// The most threads a model is given: past it, OpenMP failed to start them or crashed
+/// (100,000 asked for: a segfault in libgomp).
+pub const MAX_THREADS: u32 = 1024;
+
 /// How to load a model. `None` fields take defaults from the model and the machine.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -258,7 +262,7 @@ impl LoadOptions {
                 option: name,
                 reason: "must be at least 1".into(),
             }),
-            Some(n) if n > 1024 => Err(LlmError::InvalidLoadOption {
+            Some(n) if n > MAX_THREADS => Err(LlmError::InvalidLoadOption {
                 option: name,
                 reason: format!("{n} threads is more than any machine has"),
             }),

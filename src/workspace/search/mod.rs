@@ -372,6 +372,13 @@ impl Workspace {
                 q.offset
             )));
         }
+        // As a search by words refuses it: by meaning alone, an empty query ("", "!!!") was
+        // embedded and ranked every unit against the vector of nothing.
+        if q.mode == SearchMode::Meaning && q.vector.is_none() && words(&q.text).is_empty() {
+            return Err(WorkspaceError::BadQuery(
+                "the query has no words to search for".into(),
+            ));
+        }
         // The query's vector is given, or made by the loaded model while the words rank.
         let embedder = match (q.mode, &q.vector) {
             (SearchMode::Words, _) | (_, Some(_)) => None,
