@@ -340,6 +340,62 @@ fn an_embedding_session_is_sized_by_the_windows_it_reads() {
     assert!(cosine(&whole[0], &in_windows[0]) > 0.9999);
 }
 
+/// Another file under the embedding model's name (llama.cpp's default `ggml-model-f16.gguf`
+/// in two folders, a file replaced in place) passed for the model the vectors came from:
+/// "0 units embedded", and its queries were compared with the other's vectors.
+#[test]
+fn another_file_of_the_same_name_embeds_the_workspace_again() {
+    use burrow::llm::gguf::{rewrite_metadata, MetaEdit, MetaValue};
+    use burrow::workspace::QueryEmbedder;
+    let _guard = common::exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::create_dir_all(&two).unwrap();
+    let first = one.join("ggml-model-f16.gguf");
+    std::fs::copy(minilm(), &first).unwrap();
+    let second = two.join("ggml-model-f16.gguf");
+    let edit = MetaEdit::Set("general.name".into(), MetaValue::String("other".into()));
+    rewrite_metadata(minilm(), &second, &[edit]).unwrap();
+    let home = BurrowHome::new(dir.path().join("home"));
+    let issues: Vec<Value> = (1..=3)
+        .map(|n| {
+            serde_json::json!({
+                "number": n, "title": format!("Issue {n}"), "body": "The wallet window freezes.",
+                "state": "open", "user": {"login": "ann"},
+                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
+            })
+        })
+        .collect();
+    let export = dir.path().join("issues.json");
+    std::fs::write(&export, serde_json::to_string(&issues).unwrap()).unwrap();
+    let app = App::open(home).unwrap();
+    let ws = app.workspace();
+    ws.import(&export, "o/r", &mut |_| {}).unwrap();
+    let a = ModelEmbedder::load_path(&first, 1, None).unwrap();
+    let b = ModelEmbedder::load_path(&second, 1, None).unwrap();
+    assert_eq!(QueryEmbedder::name(&a), QueryEmbedder::name(&b));
+    assert_ne!(
+        QueryEmbedder::fingerprint(&a),
+        QueryEmbedder::fingerprint(&b)
+    );
+    let made = ws.embed_pending(&mut &a, &mut |_| {}).unwrap();
+    assert_eq!(made.embedded, made.total);
+    assert_eq!(ws.embed_pending(&mut &a, &mut |_| {}).unwrap().embedded, 0);
+    let again = ws.embed_pending(&mut &b, &mut |_| {}).unwrap();
+    assert_eq!(again.embedded, again.total, "{again:?}");
+    assert!(
+        again
+            .replaced_model
+            .as_deref()
+            .is_some_and(|m| m.contains("another file")),
+        "{again:?}"
+    );
+    ws.set_query_embedder(Some(std::sync::Arc::new(a)));
+    let why = ws.meaning_unavailable().unwrap().unwrap_or_default();
+    assert!(why.contains("another file"), "{why}");
+}
+
 /// A damaged model (its token embeddings NaN) gave vectors of NaN, and a workspace pass stored
 /// them over the good ones: searches by meaning then ranked at random. Now no such vector
 /// leaves the model.

@@ -18,6 +18,8 @@ use crate::workspace::{Embedder, QueryEmbedder, MAX_EMBED_TOKENS};
 pub struct ModelEmbedder {
     model: Arc<EmbeddingModel>,
     name: String,
+    /// What the file holds (`file_fingerprint`).
+    fingerprint: Option<String>,
     /// What each query and each unit is given before it: the settings', else the model's own.
     prompts: Prompts,
     /// The thread that embeds queries, in one context kept from query to query: making a
@@ -97,11 +99,13 @@ impl ModelEmbedder {
             let short: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
             format!("{file}, document prompt {short}")
         };
+        let fingerprint = file_fingerprint(path);
         let model = Arc::new(model);
         let for_queries = Arc::clone(&model);
         Ok(ModelEmbedder {
             model,
             name,
+            fingerprint,
             prompts: prompts.clone(),
             queries: QueryThread::new(move || {
                 let model = Arc::clone(&for_queries);
@@ -141,6 +145,21 @@ fn chosen(model: &EmbeddingModel, given: Option<&EmbeddingPrompts>) -> Prompts {
     }
 }
 
+/// What a model file holds, in short: its size and the digest of its first 4 MiB (the header,
+/// its vocabulary and the first weights, which another model's differ in), read in a few
+/// milliseconds where the whole file would take seconds. None where it cannot be read.
+fn file_fingerprint(path: &Path) -> Option<String> {
+    use std::io::Read;
+    const HEAD: u64 = 4 << 20;
+    let file = std::fs::File::open(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut hasher = Sha256::new();
+    hasher.update(size.to_le_bytes());
+    std::io::copy(&mut file.take(HEAD), &mut hasher).ok()?;
+    let digest = hasher.finalize();
+    Some(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn embed_err(e: EmbedError) -> AppError {
     AppError::Embedding(e.to_string())
 }
@@ -149,6 +168,10 @@ fn embed_err(e: EmbedError) -> AppError {
 impl Embedder for &ModelEmbedder {
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        self.fingerprint.clone()
     }
 
     fn dimension(&self) -> usize {
@@ -173,6 +196,10 @@ impl Embedder for &ModelEmbedder {
 impl QueryEmbedder for ModelEmbedder {
     fn name(&self) -> String {
         self.name.clone()
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        self.fingerprint.clone()
     }
 
     /// The query's start, as a unit's (its first `MAX_EMBED_CHARS` characters, then its first

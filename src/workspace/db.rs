@@ -350,6 +350,13 @@ const MIGRATIONS: &[&str] = &[
     SELECT d.id, j.value ->> 0, j.value ->> 1
     FROM docs d, json_each(burrow_abbreviations(d.title, d.body)) j;
     "#,
+    // 10: what the embedding model's file holds (`Embedder::fingerprint`), beside its name:
+    // another file of the same name (llama.cpp's default `ggml-model-f16.gguf`, a file
+    // replaced in place) passed for the model the vectors came from. Vectors kept from before
+    // have none; the next pass of that name records its own.
+    r#"
+    ALTER TABLE embedding_model ADD COLUMN fingerprint TEXT;
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).

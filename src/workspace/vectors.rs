@@ -19,6 +19,11 @@ use super::{db, db_err, Workspace, WorkspaceError};
 pub trait Embedder {
     /// Names the model, so vectors from another model are never compared with its own.
     fn name(&self) -> String;
+    /// What the model's file holds, in short: another file of the same name is another model.
+    /// None where it cannot say (the name alone decides).
+    fn fingerprint(&self) -> Option<String> {
+        None
+    }
     fn dimension(&self) -> usize;
     /// One unit vector per text, in order, made from the text's start alone: its first
     /// [`MAX_EMBED_TOKENS`] tokens at most.
@@ -31,6 +36,10 @@ pub trait QueryEmbedder: Send + Sync {
     /// The model's name, as its [`Embedder::name`] says it: vectors stored under another name
     /// are not compared with its queries.
     fn name(&self) -> String;
+    /// As [`Embedder::fingerprint`].
+    fn fingerprint(&self) -> Option<String> {
+        None
+    }
     /// The query's unit vector.
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, String>;
 }
@@ -111,8 +120,9 @@ impl Workspace {
         let mut conn = db::open(self.db_path())?;
         let name = stored_name(&embedder.name());
         let dim = embedder.dimension();
+        let fingerprint = embedder.fingerprint();
         let mut report = EmbedReport {
-            replaced_model: set_model(&mut conn, &name, dim)?,
+            replaced_model: set_model(&mut conn, &name, dim, fingerprint.as_deref())?,
             ..Default::default()
         };
         let count = |conn: &Connection, sql: &str| -> Result<usize, WorkspaceError> {
@@ -198,16 +208,19 @@ impl Workspace {
             let tx = super::index::begin_write(&mut conn, "embeddings", &mut |_| {})?;
             // Another pass (the app's, beside a CLI's) may have switched the vectors to its
             // model meanwhile: this one's would then be stored as that model's.
-            let current: Option<(String, i64)> = tx
+            let current: Option<(String, i64, Option<String>)> = tx
                 .query_row(
-                    "SELECT name, dimension FROM embedding_model WHERE id = 1",
+                    "SELECT name, dimension, fingerprint FROM embedding_model WHERE id = 1",
                     [],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                 )
                 .optional()
                 .map_err(db_err("reading the embedding model"))?;
-            if current.as_ref().map(|(n, d)| (n.as_str(), *d as usize)) != Some((&name, dim)) {
-                let other = current.map_or_else(|| "none".to_string(), |(n, _)| n);
+            let ours = current.as_ref().is_some_and(|(n, d, f)| {
+                *n == name && *d as usize == dim && f.as_deref() == fingerprint.as_deref()
+            });
+            if !ours {
+                let other = current.map_or_else(|| "none".to_string(), |(n, _, _)| n);
                 return Err(WorkspaceError::Embed(format!(
                     "another embedding pass switched the workspace's vectors to {other} while \
                      this one embedded with {name}; this one stopped"
@@ -273,25 +286,26 @@ impl Workspace {
     /// Why a search cannot rank by meaning now (None: it can): no vectors, no embedding
     /// model loaded, or vectors of another model than the one loaded.
     pub fn meaning_unavailable(&self) -> Result<Option<String>, WorkspaceError> {
-        let stored = self.vector_model()?;
-        let loaded = self.query_embedder().map(|e| stored_name(&e.name()));
+        let stored =
+            self.with_vectors(|ix| ix.map(|ix| (ix.model.clone(), ix.fingerprint.clone())))?;
+        let loaded = self
+            .query_embedder()
+            .map(|e| (stored_name(&e.name()), e.fingerprint()));
         Ok(match (stored, loaded) {
             (None, _) => {
                 Some("no vectors yet: run `burrow workspace embed` to search by meaning".into())
             }
             (Some(_), None) => Some("the embedding model is not loaded".into()),
-            (Some(stored), Some(loaded)) if stored != loaded => Some(format!(
+            (Some((stored, _)), Some((loaded, _))) if stored != loaded => Some(format!(
                 "the workspace's vectors are from {stored}, not {loaded}: embed the workspace \
                  again (`burrow workspace embed`)"
             )),
+            (Some((stored, Some(a))), Some((_, Some(b)))) if a != b => Some(format!(
+                "the workspace's vectors are from another file named as the model loaded \
+                 ({stored}): embed the workspace again (`burrow workspace embed`)"
+            )),
             _ => None,
         })
-    }
-
-    /// The model of the vectors in the index, reloading it if they changed; None when no unit
-    /// has a vector.
-    pub(crate) fn vector_model(&self) -> Result<Option<String>, WorkspaceError> {
-        self.with_vectors(|ix| ix.map(|ix| ix.model.clone()))
     }
 
     /// Runs `f` on the vector index as the database holds it now (reloaded if the vectors
@@ -346,30 +360,44 @@ fn set_model(
     conn: &mut Connection,
     name: &str,
     dim: usize,
+    fingerprint: Option<&str>,
 ) -> Result<Option<String>, WorkspaceError> {
     let tx = super::index::begin_write(conn, "embeddings", &mut |_| {})?;
-    let old: Option<(String, i64)> = tx
+    let old: Option<(String, i64, Option<String>)> = tx
         .query_row(
-            "SELECT name, dimension FROM embedding_model WHERE id = 1",
+            "SELECT name, dimension, fingerprint FROM embedding_model WHERE id = 1",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .optional()
         .map_err(db_err("reading the embedding model"))?;
     let replaced = match &old {
-        Some((n, d)) if n == name && *d as usize == dim => None,
-        Some((n, d)) => Some(format!("{n} ({d} dimensions)")),
+        Some((n, d, Some(f)))
+            if n == name && *d as usize == dim && fingerprint.is_some_and(|g| g != f) =>
+        {
+            Some(format!("{n} (another file of that name)"))
+        }
+        Some((n, d, _)) if n == name && *d as usize == dim => None,
+        Some((n, d, _)) => Some(format!("{n} ({d} dimensions)")),
         None => None,
     };
+    // The same model's vectors kept from before fingerprints: it records its own.
+    if old.as_ref().is_some_and(|(_, _, f)| f.is_none()) && replaced.is_none() {
+        tx.execute(
+            "UPDATE embedding_model SET fingerprint = ?1 WHERE id = 1",
+            params![fingerprint],
+        )
+        .map_err(db_err("recording the embedding model"))?;
+    }
     if old.is_none() || replaced.is_some() {
         tx.execute_batch("DELETE FROM doc_vectors; DELETE FROM vectors;")
             .map_err(db_err("clearing another model's vectors"))?;
         // `generation` (migration 4) is no longer read: the triggers of migration 5 count the
         // changes searches look for.
         tx.execute(
-            "INSERT INTO embedding_model (id, name, dimension) VALUES (1, ?1, ?2)
-             ON CONFLICT (id) DO UPDATE SET name = ?1, dimension = ?2",
-            params![name, dim as i64],
+            "INSERT INTO embedding_model (id, name, dimension, fingerprint) VALUES (1, ?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET name = ?1, dimension = ?2, fingerprint = ?3",
+            params![name, dim as i64, fingerprint],
         )
         .map_err(db_err("recording the embedding model"))?;
     }
@@ -400,6 +428,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 pub(crate) struct VectorIndex {
     stamp: (i64, bool),
     pub(crate) model: String,
+    pub(crate) fingerprint: Option<String>,
     dim: usize,
     ids: Vec<i64>,
     kinds: Vec<Kind>,
@@ -460,17 +489,18 @@ impl VectorIndex {
         if !stamp.1 {
             return Ok(None);
         }
-        let (model, dim): (String, i64) = conn
+        let (model, dim, fingerprint): (String, i64, Option<String>) = conn
             .query_row(
-                "SELECT name, dimension FROM embedding_model WHERE id = 1",
+                "SELECT name, dimension, fingerprint FROM embedding_model WHERE id = 1",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .map_err(db_err("reading the embedding model"))?;
         let dim = dim as usize;
         let mut index = VectorIndex {
             stamp,
             model,
+            fingerprint,
             dim,
             ids: Vec::new(),
             kinds: Vec::new(),
@@ -639,6 +669,7 @@ mod tests {
         let mut index = VectorIndex {
             stamp: (0, true),
             model: "m".into(),
+            fingerprint: None,
             dim,
             ids: (0..n).map(|i| 1000 + i as i64).collect(),
             kinds: (0..n).map(|i| kinds[i % 4]).collect(),

@@ -13,6 +13,8 @@ use super::open;
 /// Words with the same meaning share a dimension; every other word hashes to one of its own.
 struct Synonyms {
     name: &'static str,
+    /// What its file holds, as `Embedder::fingerprint` says it.
+    fingerprint: Option<&'static str>,
     dim: usize,
     calls: usize,
     texts: usize,
@@ -23,6 +25,7 @@ impl Synonyms {
     fn new(name: &'static str, dim: usize) -> Self {
         Synonyms {
             name,
+            fingerprint: None,
             dim,
             calls: 0,
             texts: 0,
@@ -52,6 +55,10 @@ impl Synonyms {
 impl Embedder for Synonyms {
     fn name(&self) -> String {
         self.name.into()
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        self.fingerprint.map(str::to_string)
     }
 
     fn dimension(&self) -> usize {
@@ -306,6 +313,51 @@ fn a_pass_whose_model_another_pass_replaced_stops_instead_of_mixing_them() {
     assert_eq!(again.embedded, 0);
 }
 
+/// The model was known by its file's name alone: another file of that name (llama.cpp's
+/// default `ggml-model-f16.gguf`, a file replaced in place) passed for the model the vectors
+/// came from, "0 units embedded", and searches by meaning compared its queries with the other
+/// model's vectors. Now what the file holds decides too; vectors kept from before
+/// fingerprints are taken as the same model's, which records its own.
+#[test]
+fn another_file_under_the_models_name_is_another_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    // Vectors from before fingerprints.
+    ws.embed_pending(&mut Synonyms::new("model.gguf", 64), &mut |_| {})
+        .unwrap();
+    let mut a = Synonyms::new("model.gguf", 64);
+    a.fingerprint = Some("aaaa");
+    let kept = ws.embed_pending(&mut a, &mut |_| {}).unwrap();
+    assert!(
+        kept.replaced_model.is_none() && kept.embedded == 0,
+        "{kept:?}"
+    );
+    // The file replaced by another of the same name: everything again, said.
+    let mut b = Synonyms::new("model.gguf", 64);
+    b.fingerprint = Some("bbbb");
+    let report = ws.embed_pending(&mut b, &mut |_| {}).unwrap();
+    assert_eq!(report.embedded, 4);
+    let replaced = report.replaced_model.unwrap_or_default();
+    assert!(replaced.contains("another file of that name"), "{replaced}");
+    // Queries of the first file are not compared with the second's vectors.
+    let mut installed = Installed::new("model.gguf", false);
+    std::sync::Arc::get_mut(&mut installed)
+        .unwrap()
+        .model
+        .fingerprint = Some("aaaa");
+    ws.set_query_embedder(Some(installed));
+    let why = ws.meaning_unavailable().unwrap().unwrap_or_default();
+    assert!(why.contains("another file"), "{why}");
+    let mut same = Installed::new("model.gguf", false);
+    std::sync::Arc::get_mut(&mut same)
+        .unwrap()
+        .model
+        .fingerprint = Some("bbbb");
+    ws.set_query_embedder(Some(same));
+    assert_eq!(ws.meaning_unavailable().unwrap(), None);
+}
+
 /// A search holds the vectors in memory and reloads them when they change, whoever changed
 /// them: here another handle on the same database (the desktop app's pass, or a CLI beside
 /// it). The change is now seen through a counter kept by triggers, not by counting and summing
@@ -387,6 +439,10 @@ impl Installed {
 impl QueryEmbedder for Installed {
     fn name(&self) -> String {
         self.model.name.into()
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        self.model.fingerprint.map(str::to_string)
     }
 
     fn embed_query(&self, text: &str) -> Result<Vec<f32>, String> {
