@@ -357,6 +357,25 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE embedding_model ADD COLUMN fingerprint TEXT;
     "#,
+    // 11: a pass of another model writes here until it has a vector for every unit, then
+    // takes the place of the vectors above in one transaction: switching models cleared them
+    // first, and a pass stopped half way (Ctrl-C, a crash) left neither model's set whole.
+    r#"
+    CREATE TABLE next_embedding_model (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        name TEXT NOT NULL,
+        dimension INTEGER NOT NULL,
+        fingerprint TEXT
+    );
+    CREATE TABLE next_vectors (
+        hash BLOB PRIMARY KEY,
+        vec BLOB NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE next_doc_vectors (
+        doc_id INTEGER PRIMARY KEY REFERENCES docs(id) ON DELETE CASCADE,
+        hash BLOB NOT NULL
+    );
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).

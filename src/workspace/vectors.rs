@@ -111,7 +111,8 @@ fn to_blob(v: &[f32]) -> Vec<u8> {
 
 impl Workspace {
     /// Gives every unit without one a vector of `embedder`'s model (all of them again when the
-    /// stored vectors are another model's), reporting progress after each page.
+    /// stored vectors are another model's: beside those, which searches keep until this
+    /// model's set is whole and takes their place), reporting progress after each page.
     pub fn embed_pending(
         &self,
         embedder: &mut dyn Embedder,
@@ -121,8 +122,10 @@ impl Workspace {
         let name = stored_name(&embedder.name());
         let dim = embedder.dimension();
         let fingerprint = embedder.fingerprint();
+        let (target, replaced_model) =
+            choose_target(&mut conn, &name, dim, fingerprint.as_deref())?;
         let mut report = EmbedReport {
-            replaced_model: set_model(&mut conn, &name, dim, fingerprint.as_deref())?,
+            replaced_model,
             ..Default::default()
         };
         let count = |conn: &Connection, sql: &str| -> Result<usize, WorkspaceError> {
@@ -131,7 +134,10 @@ impl Workspace {
                 .map_err(db_err("counting vectors"))
         };
         report.total = count(&conn, "SELECT count(*) FROM docs")?;
-        let mut done = count(&conn, "SELECT count(*) FROM doc_vectors")?;
+        let mut done = count(
+            &conn,
+            &format!("SELECT count(*) FROM {}", target.doc_vectors()),
+        )?;
         on_progress(EmbedProgress {
             done,
             total: report.total,
@@ -145,12 +151,13 @@ impl Workspace {
         loop {
             let page: Vec<(i64, String)> = {
                 let mut st = conn
-                    .prepare_cached(
+                    .prepare_cached(&format!(
                         "SELECT d.id, d.title, d.body FROM docs d
                          WHERE d.id > ?1 AND (d.comment_id IS NOT NULL) = ?3 AND NOT EXISTS
-                             (SELECT 1 FROM doc_vectors v WHERE v.doc_id = d.id)
+                             (SELECT 1 FROM {} v WHERE v.doc_id = d.id)
                          ORDER BY d.id LIMIT ?2",
-                    )
+                        target.doc_vectors()
+                    ))
                     .map_err(db_err("finding units to embed"))?;
                 let rows = st
                     .query_map(params![after, PAGE as i64, comments], |r| {
@@ -174,7 +181,10 @@ impl Workspace {
             let mut known = Vec::with_capacity(page.len());
             {
                 let mut st = conn
-                    .prepare_cached("SELECT 1 FROM vectors WHERE hash = ?1")
+                    .prepare_cached(&format!(
+                        "SELECT 1 FROM {} WHERE hash = ?1",
+                        target.vectors()
+                    ))
                     .map_err(db_err("looking up vectors"))?;
                 for h in &hashes {
                     let found = st
@@ -208,17 +218,10 @@ impl Workspace {
             let tx = super::index::begin_write(&mut conn, "embeddings", &mut |_| {})?;
             // Another pass (the app's, beside a CLI's) may have switched the vectors to its
             // model meanwhile: this one's would then be stored as that model's.
-            let current: Option<(String, i64, Option<String>)> = tx
-                .query_row(
-                    "SELECT name, dimension, fingerprint FROM embedding_model WHERE id = 1",
-                    [],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()
-                .map_err(db_err("reading the embedding model"))?;
-            let ours = current.as_ref().is_some_and(|(n, d, f)| {
-                *n == name && *d as usize == dim && f.as_deref() == fingerprint.as_deref()
-            });
+            let current = model_row(&tx, target.model())?;
+            let ours = current
+                .as_ref()
+                .is_some_and(|row| is_model(row, &name, dim, fingerprint.as_deref()));
             if !ours {
                 let other = current.map_or_else(|| "none".to_string(), |(n, _, _)| n);
                 return Err(WorkspaceError::Embed(format!(
@@ -228,7 +231,10 @@ impl Workspace {
             }
             {
                 let mut put_vec = tx
-                    .prepare_cached("INSERT OR IGNORE INTO vectors (hash, vec) VALUES (?1, ?2)")
+                    .prepare_cached(&format!(
+                        "INSERT OR IGNORE INTO {} (hash, vec) VALUES (?1, ?2)",
+                        target.vectors()
+                    ))
                     .map_err(db_err("saving vectors"))?;
                 for (h, at) in &fresh {
                     put_vec
@@ -237,10 +243,11 @@ impl Workspace {
                 }
                 // A unit the indexer removed meanwhile gets no vector.
                 let mut put_doc = tx
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO doc_vectors (doc_id, hash)
+                    .prepare_cached(&format!(
+                        "INSERT OR REPLACE INTO {} (doc_id, hash)
                          SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM docs WHERE id = ?1)",
-                    )
+                        target.doc_vectors()
+                    ))
                     .map_err(db_err("saving vectors"))?;
                 // Each row written moves `vector_changes` (a trigger), which tells searches to
                 // reload their vectors.
@@ -258,6 +265,9 @@ impl Workspace {
                 done: done.min(report.total),
                 total: report.total,
             });
+        }
+        if target == Target::Next {
+            swap_in(&mut conn, &name, dim, fingerprint.as_deref())?;
         }
         // Vectors no unit uses any more (their text changed, or the unit went).
         conn.execute(
@@ -355,55 +365,181 @@ impl Workspace {
     }
 }
 
-/// Records the model, clearing another model's vectors. The model replaced, if any.
-fn set_model(
+/// Where a pass writes its vectors: over the workspace's own (its model is theirs, or there
+/// are none to keep), or beside them until it is complete (`Target::Next`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Main,
+    Next,
+}
+
+impl Target {
+    fn model(self) -> &'static str {
+        match self {
+            Target::Main => "embedding_model",
+            Target::Next => "next_embedding_model",
+        }
+    }
+    fn vectors(self) -> &'static str {
+        match self {
+            Target::Main => "vectors",
+            Target::Next => "next_vectors",
+        }
+    }
+    fn doc_vectors(self) -> &'static str {
+        match self {
+            Target::Main => "doc_vectors",
+            Target::Next => "next_doc_vectors",
+        }
+    }
+}
+
+type ModelRow = (String, i64, Option<String>);
+
+fn model_row(conn: &Connection, table: &str) -> Result<Option<ModelRow>, WorkspaceError> {
+    conn.query_row(
+        &format!("SELECT name, dimension, fingerprint FROM {table} WHERE id = 1"),
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .optional()
+    .map_err(db_err("reading the embedding model"))
+}
+
+/// Whether `row` is the model named `name` of `dim` dimensions whose file holds
+/// `fingerprint` (a row or a model that cannot say is taken at its name).
+fn is_model(row: &ModelRow, name: &str, dim: usize, fingerprint: Option<&str>) -> bool {
+    let (n, d, f) = row;
+    n == name
+        && *d as usize == dim
+        && match (f.as_deref(), fingerprint) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+}
+
+fn put_model(
+    tx: &rusqlite::Transaction<'_>,
+    table: &str,
+    name: &str,
+    dim: usize,
+    fingerprint: Option<&str>,
+) -> Result<(), WorkspaceError> {
+    tx.execute(
+        &format!(
+            "INSERT INTO {table} (id, name, dimension, fingerprint) VALUES (1, ?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET name = ?1, dimension = ?2, fingerprint = ?3"
+        ),
+        params![name, dim as i64, fingerprint],
+    )
+    .map_err(db_err("recording the embedding model"))?;
+    Ok(())
+}
+
+/// Where a pass of the model `name` writes (`Target`), and the model whose vectors it will
+/// replace, if any.
+fn choose_target(
     conn: &mut Connection,
     name: &str,
     dim: usize,
     fingerprint: Option<&str>,
-) -> Result<Option<String>, WorkspaceError> {
+) -> Result<(Target, Option<String>), WorkspaceError> {
     let tx = super::index::begin_write(conn, "embeddings", &mut |_| {})?;
-    let old: Option<(String, i64, Option<String>)> = tx
-        .query_row(
-            "SELECT name, dimension, fingerprint FROM embedding_model WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()
-        .map_err(db_err("reading the embedding model"))?;
-    let replaced = match &old {
-        Some((n, d, Some(f)))
-            if n == name && *d as usize == dim && fingerprint.is_some_and(|g| g != f) =>
-        {
-            Some(format!("{n} (another file of that name)"))
+    let old = model_row(&tx, "embedding_model")?;
+    let target = match &old {
+        Some(row) if is_model(row, name, dim, fingerprint) => {
+            // The same model's vectors kept from before fingerprints: it records its own.
+            if row.2.is_none() && fingerprint.is_some() {
+                tx.execute(
+                    "UPDATE embedding_model SET fingerprint = ?1 WHERE id = 1",
+                    params![fingerprint],
+                )
+                .map_err(db_err("recording the embedding model"))?;
+            }
+            (Target::Main, None)
         }
-        Some((n, d, _)) if n == name && *d as usize == dim => None,
-        Some((n, d, _)) => Some(format!("{n} ({d} dimensions)")),
-        None => None,
+        _ => {
+            let replaced = old.as_ref().map(|(n, d, _)| {
+                if n == name {
+                    format!("{n} (another file of that name)")
+                } else {
+                    format!("{n} ({d} dimensions)")
+                }
+            });
+            let kept: bool = tx
+                .query_row("SELECT EXISTS (SELECT 1 FROM doc_vectors)", [], |r| {
+                    r.get(0)
+                })
+                .map_err(db_err("counting vectors"))?;
+            if kept {
+                // Vectors to keep: searched as they are until this model's set is whole. A
+                // set begun by this model before (a pass stopped half way) goes on.
+                let next = model_row(&tx, "next_embedding_model")?;
+                if !next.is_some_and(|row| is_model(&row, name, dim, fingerprint)) {
+                    tx.execute_batch("DELETE FROM next_doc_vectors; DELETE FROM next_vectors;")
+                        .map_err(db_err("clearing another model's vectors"))?;
+                    put_model(&tx, "next_embedding_model", name, dim, fingerprint)?;
+                }
+                (Target::Next, replaced)
+            } else {
+                // Nothing to keep (a new workspace, or a model recorded before any vector):
+                // this model's vectors go in place at once.
+                tx.execute_batch("DELETE FROM doc_vectors; DELETE FROM vectors;")
+                    .map_err(db_err("clearing another model's vectors"))?;
+                // `generation` (migration 4) is no longer read: the triggers of migration 5
+                // count the changes searches look for.
+                put_model(&tx, "embedding_model", name, dim, fingerprint)?;
+                (Target::Main, replaced)
+            }
+        }
     };
-    // The same model's vectors kept from before fingerprints: it records its own.
-    if old.as_ref().is_some_and(|(_, _, f)| f.is_none()) && replaced.is_none() {
-        tx.execute(
-            "UPDATE embedding_model SET fingerprint = ?1 WHERE id = 1",
-            params![fingerprint],
+    if target.0 == Target::Main {
+        // A set another model began and never finished is of no use now.
+        tx.execute_batch(
+            "DELETE FROM next_doc_vectors; DELETE FROM next_vectors;
+             DELETE FROM next_embedding_model;",
         )
-        .map_err(db_err("recording the embedding model"))?;
-    }
-    if old.is_none() || replaced.is_some() {
-        tx.execute_batch("DELETE FROM doc_vectors; DELETE FROM vectors;")
-            .map_err(db_err("clearing another model's vectors"))?;
-        // `generation` (migration 4) is no longer read: the triggers of migration 5 count the
-        // changes searches look for.
-        tx.execute(
-            "INSERT INTO embedding_model (id, name, dimension, fingerprint) VALUES (1, ?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE SET name = ?1, dimension = ?2, fingerprint = ?3",
-            params![name, dim as i64, fingerprint],
-        )
-        .map_err(db_err("recording the embedding model"))?;
+        .map_err(db_err("clearing another model's vectors"))?;
     }
     tx.commit()
         .map_err(db_err("recording the embedding model"))?;
-    Ok(replaced)
+    Ok(target)
+}
+
+/// Puts the set a pass of `name` completed in place of the workspace's vectors, in one
+/// transaction.
+fn swap_in(
+    conn: &mut Connection,
+    name: &str,
+    dim: usize,
+    fingerprint: Option<&str>,
+) -> Result<(), WorkspaceError> {
+    let tx = super::index::begin_write(conn, "embeddings", &mut |_| {})?;
+    let next = model_row(&tx, "next_embedding_model")?;
+    if !next
+        .as_ref()
+        .is_some_and(|row| is_model(row, name, dim, fingerprint))
+    {
+        let other = next.map_or_else(|| "none".to_string(), |(n, _, _)| n);
+        return Err(WorkspaceError::Embed(format!(
+            "another embedding pass switched the workspace's vectors to {other} while this \
+             one embedded with {name}; this one stopped"
+        )));
+    }
+    tx.execute_batch(
+        "DELETE FROM doc_vectors; DELETE FROM vectors;
+         INSERT INTO vectors (hash, vec) SELECT hash, vec FROM next_vectors;
+         INSERT INTO doc_vectors (doc_id, hash)
+             SELECT doc_id, hash FROM next_doc_vectors
+             WHERE doc_id IN (SELECT id FROM docs);
+         DELETE FROM next_doc_vectors; DELETE FROM next_vectors;
+         DELETE FROM next_embedding_model;",
+    )
+    .map_err(db_err("putting the new model's vectors in place"))?;
+    put_model(&tx, "embedding_model", name, dim, fingerprint)?;
+    tx.commit()
+        .map_err(db_err("putting the new model's vectors in place"))?;
+    Ok(())
 }
 
 /// The dot product of two vectors of one length, in 16 independent lanes: a plain

@@ -313,6 +313,75 @@ fn a_pass_whose_model_another_pass_replaced_stops_instead_of_mixing_them() {
     assert_eq!(again.embedded, 0);
 }
 
+/// Switching models cleared the workspace's vectors before the first of the new model's was
+/// written: a pass stopped half way (Ctrl-C, a crash, `--threads` too many) left neither
+/// model's set whole, and searches by meaning with the old model had nothing. Now the new
+/// set is made beside the old, which searches keep using, and takes its place once whole; a
+/// stopped pass goes on where it stopped.
+#[test]
+fn a_new_models_pass_stopped_half_way_loses_nothing_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    let items: Vec<(i64, String, String)> = (1..=200)
+        .map(|n| {
+            (
+                n,
+                format!("Issue {n} crashes"),
+                format!("It aborts, case {n}."),
+            )
+        })
+        .collect();
+    let items: Vec<(i64, &str, &str, bool)> = items
+        .iter()
+        .map(|(n, t, b)| (*n, t.as_str(), b.as_str(), false))
+        .collect();
+    import(&ws, dir.path(), &items);
+    ws.embed_pending(&mut Synonyms::new("old-model", 64), &mut |_| {})
+        .unwrap();
+    ws.set_query_embedder(Some(Installed::new("old-model", false)));
+    assert_eq!(ws.meaning_unavailable().unwrap(), None);
+
+    let mut new = Synonyms::new("new-model", 32);
+    new.fail_after = Some(1);
+    let e = ws.embed_pending(&mut new, &mut |_| {}).unwrap_err();
+    assert!(e.to_string().contains("the model stopped"), "{e}");
+    // The old set is whole and searched as before.
+    let (name, _, n) = ws.vectors_status().unwrap().unwrap();
+    assert!(name.starts_with("old-model"), "{name}");
+    assert_eq!(n, 200);
+    assert_eq!(ws.meaning_unavailable().unwrap(), None);
+    let page = default_search(&ws, "crash");
+    assert!(!page.hits.is_empty());
+
+    // The new model goes on where it stopped, then takes the old one's place.
+    new.fail_after = None;
+    let before = new.texts;
+    let report = ws.embed_pending(&mut new, &mut |_| {}).unwrap();
+    assert_eq!(new.texts - before, 200 - before, "only what was left");
+    assert!(
+        report
+            .replaced_model
+            .as_deref()
+            .is_some_and(|m| m.starts_with("old-model")),
+        "{report:?}"
+    );
+    let (name, dim, n) = ws.vectors_status().unwrap().unwrap();
+    assert!(name.starts_with("new-model"), "{name}");
+    assert_eq!((dim, n), (32, 200));
+    // Back to the old model: the new one's set is whole, so the old embeds everything again
+    // (beside it), and nothing is left of a set another model began.
+    let again = ws
+        .embed_pending(&mut Synonyms::new("old-model", 64), &mut |_| {})
+        .unwrap();
+    assert_eq!(again.embedded, 200);
+    assert!(ws
+        .vectors_status()
+        .unwrap()
+        .unwrap()
+        .0
+        .starts_with("old-model"));
+}
+
 /// The model was known by its file's name alone: another file of that name (llama.cpp's
 /// default `ggml-model-f16.gguf`, a file replaced in place) passed for the model the vectors
 /// came from, "0 units embedded", and searches by meaning compared its queries with the other
