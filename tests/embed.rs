@@ -391,6 +391,23 @@ fn another_file_of_the_same_name_embeds_the_workspace_again() {
             .is_some_and(|m| m.contains("another file")),
         "{again:?}"
     );
+    // A file that differs only in its weights, half way through them, is another file too.
+    let third = dir.path().join("ggml-model-f16.gguf");
+    std::fs::copy(minilm(), &third).unwrap();
+    let header = check_embedding_model(&third).unwrap();
+    let middle = header.data_offset + (header.file_size - header.data_offset) / 2 + 16;
+    let mut bytes = std::fs::read(&third).unwrap();
+    bytes[middle as usize] ^= 0x01;
+    std::fs::write(&third, &bytes).unwrap();
+    let c = ModelEmbedder::load_path(&third, 1, None).unwrap();
+    assert_ne!(
+        QueryEmbedder::fingerprint(&a),
+        QueryEmbedder::fingerprint(&c)
+    );
+    // A file replaced in place is no longer the one loaded (the app loads it again).
+    assert!(a.is_current());
+    std::fs::copy(&second, &first).unwrap();
+    assert!(!a.is_current());
     ws.set_query_embedder(Some(std::sync::Arc::new(a)));
     let why = ws.meaning_unavailable().unwrap().unwrap_or_default();
     assert!(why.contains("another file"), "{why}");

@@ -20,6 +20,8 @@ pub struct ModelEmbedder {
     name: String,
     /// What the file holds (`file_fingerprint`).
     fingerprint: Option<String>,
+    /// The file's size and time of change when it was loaded (`file_stamp`).
+    stamp: Option<(u64, std::time::SystemTime)>,
     /// What each query and each unit is given before it: the settings', else the model's own.
     prompts: Prompts,
     /// The thread that embeds queries, in one context kept from query to query: making a
@@ -61,12 +63,20 @@ impl ModelEmbedder {
         chosen(&self.model, prompts) == self.prompts
     }
 
+    /// Whether its file is as it was loaded (not replaced in place since).
+    pub fn is_current(&self) -> bool {
+        self.stamp.is_some() && file_stamp(self.model.path()) == self.stamp
+    }
+
     /// Loads the model at `path`; `prompts` (the settings') replace the model's own.
     pub fn load_path(
         path: &Path,
         threads: u32,
         prompts: Option<&EmbeddingPrompts>,
     ) -> Result<Self, AppError> {
+        // Known before it is loaded: a file replaced meanwhile is not labelled as the other.
+        let stamp = file_stamp(path);
+        let fingerprint = Some(file_fingerprint(path)?);
         let model = EmbeddingModel::load(path, threads).map_err(embed_err)?;
         let prompts = chosen(&model, prompts);
         // Each text is embedded from its first tokens: a prompt that takes most of them leaves
@@ -99,13 +109,13 @@ impl ModelEmbedder {
             let short: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
             format!("{file}, document prompt {short}")
         };
-        let fingerprint = file_fingerprint(path);
         let model = Arc::new(model);
         let for_queries = Arc::clone(&model);
         Ok(ModelEmbedder {
             model,
             name,
             fingerprint,
+            stamp,
             prompts: prompts.clone(),
             queries: QueryThread::new(move || {
                 let model = Arc::clone(&for_queries);
@@ -145,19 +155,38 @@ fn chosen(model: &EmbeddingModel, given: Option<&EmbeddingPrompts>) -> Prompts {
     }
 }
 
-/// What a model file holds, in short: its size and the digest of its first 4 MiB (the header,
-/// its vocabulary and the first weights, which another model's differ in), read in a few
-/// milliseconds where the whole file would take seconds. None where it cannot be read.
-fn file_fingerprint(path: &Path) -> Option<String> {
-    use std::io::Read;
-    const HEAD: u64 = 4 << 20;
-    let file = std::fs::File::open(path).ok()?;
-    let size = file.metadata().ok()?.len();
+/// What a model file holds, in short: its size, and the digest of its first MiB (the header)
+/// and of a MiB at the start and at the middle of its weights (a large vocabulary fills the
+/// first MiBs with the header alone), read in a few milliseconds where the whole file would
+/// take seconds.
+fn file_fingerprint(path: &Path) -> Result<String, AppError> {
+    use std::io::{Read, Seek, SeekFrom};
+    const WINDOW: u64 = 1 << 20;
+    let unreadable = |e: &dyn std::fmt::Display| {
+        AppError::Embedding(format!(
+            "{}: cannot read the model file to know it by: {e}",
+            path.display()
+        ))
+    };
+    let data = crate::llm::gguf::GgufHeader::read(path)
+        .map_err(|e| unreadable(&e))?
+        .data_offset;
+    let mut file = std::fs::File::open(path).map_err(|e| unreadable(&e))?;
+    let size = file.metadata().map_err(|e| unreadable(&e))?.len();
     let mut hasher = Sha256::new();
     hasher.update(size.to_le_bytes());
-    std::io::copy(&mut file.take(HEAD), &mut hasher).ok()?;
+    for at in [0, data, data + size.saturating_sub(data) / 2] {
+        file.seek(SeekFrom::Start(at)).map_err(|e| unreadable(&e))?;
+        std::io::copy(&mut (&mut file).take(WINDOW), &mut hasher).map_err(|e| unreadable(&e))?;
+    }
     let digest = hasher.finalize();
-    Some(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+    Ok(digest[..8].iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The file's size and time of change: a file replaced in place is loaded again.
+pub(crate) fn file_stamp(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?))
 }
 
 fn embed_err(e: EmbedError) -> AppError {

@@ -948,7 +948,7 @@ impl App {
         let mut loaded = lock(&self.embedder);
         if let Some(m) = loaded
             .as_ref()
-            .filter(|m| m.path() == path && m.uses(prompts.as_ref()))
+            .filter(|m| m.path() == path && m.uses(prompts.as_ref()) && m.is_current())
         {
             return Ok(m.clone());
         }
@@ -984,7 +984,16 @@ impl App {
         on_event: &mut dyn FnMut(AppEvent),
     ) -> Result<EmbedReport, AppError> {
         let model = pass.name();
-        self.workspace.set_query_embedder(Some(queries));
+        // Where the workspace holds another model's vectors, this one's are made beside them
+        // and searches keep the model that ranks with those until they are replaced.
+        let replacing = !self.workspace.vectors_are_of(&*queries)?
+            && self
+                .workspace
+                .vectors_status()?
+                .is_some_and(|(_, _, n)| n > 0);
+        if !replacing {
+            self.workspace.set_query_embedder(Some(queries.clone()));
+        }
         let result = self.workspace.embed_pending(pass, &mut |p| {
             on_event(AppEvent::EmbedProgress {
                 model: model.clone(),
@@ -997,6 +1006,7 @@ impl App {
         });
         match result {
             Ok(report) => {
+                self.workspace.set_query_embedder(Some(queries));
                 on_event(AppEvent::Embedded {
                     model,
                     report: report.clone(),

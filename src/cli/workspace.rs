@@ -200,7 +200,10 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 if let Some(old) = &report.replaced_model {
-                    println!("note: the vectors were {old}'s; every unit was embedded again");
+                    println!(
+                        "note: the vectors were {old}'s; this model's, one for every unit, \
+                         replace them"
+                    );
                 }
                 if !prompts.is_empty() {
                     println!(

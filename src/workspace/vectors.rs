@@ -2,7 +2,8 @@
 //! brings (the workspace knows nothing of llama.cpp), kept in the workspace database beside the
 //! full-text index, and scanned exactly in memory. Embedding is incremental: only units whose
 //! text has no vector yet are embedded, page by page, each page committed on its own, so a
-//! search sees vectors arrive and a killed pass loses at most one page.
+//! search sees vectors arrive and a killed pass loses at most one page. Another model's set is
+//! made beside the workspace's and takes its place once whole (`choose_target`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -75,8 +76,8 @@ pub struct EmbedReport {
     /// re-index).
     pub reused: usize,
     pub total: usize,
-    /// The model the vectors were made with before, when it was another one (they were
-    /// cleared, and every unit embedded again).
+    /// The model the vectors were made with before, when it was another one (this one's, a
+    /// vector for every unit, replaced them at the end of the pass).
     pub replaced_model: Option<String>,
 }
 
@@ -99,8 +100,8 @@ pub fn stored_name(model: &str) -> String {
     )
 }
 
-/// Vectors are kept by their text's hash; the table only ever holds one model's (see
-/// `set_model`).
+/// Vectors are kept by their text's hash; each table only ever holds one model's (see
+/// `choose_target`).
 fn text_hash(text: &str) -> Vec<u8> {
     Sha256::digest(text.as_bytes())[..16].to_vec()
 }
@@ -148,6 +149,9 @@ impl Workspace {
         // above the rest (68 questions, half way through: hybrid MRR@10 0.70, below words
         // alone, against 0.78 in this order and 0.81 once all are embedded).
         let (mut comments, mut after) = (false, 0i64);
+        // A set made beside the workspace's is checked whole before it takes their place:
+        // units indexed behind the pass's position get a sweep more (then the next pass).
+        let mut sweeps = 0;
         loop {
             let page: Vec<(i64, String)> = {
                 let mut st = conn
@@ -170,11 +174,27 @@ impl Workspace {
                     .map_err(db_err("finding units to embed"))?
             };
             let Some(last) = page.last() else {
-                if comments {
-                    break;
+                if !comments {
+                    (comments, after) = (true, 0);
+                    continue;
                 }
-                (comments, after) = (true, 0);
-                continue;
+                let missing: bool = conn
+                    .query_row(
+                        &format!(
+                            "SELECT EXISTS (SELECT 1 FROM docs d WHERE NOT EXISTS
+                                 (SELECT 1 FROM {} v WHERE v.doc_id = d.id))",
+                            target.doc_vectors()
+                        ),
+                        [],
+                        |r| r.get(0),
+                    )
+                    .map_err(db_err("finding units to embed"))?;
+                if target == Target::Next && missing && sweeps == 0 {
+                    sweeps += 1;
+                    (comments, after) = (false, 0);
+                    continue;
+                }
+                break;
             };
             after = last.0;
             let hashes: Vec<Vec<u8>> = page.iter().map(|(_, t)| text_hash(t)).collect();
@@ -223,6 +243,13 @@ impl Workspace {
                 .as_ref()
                 .is_some_and(|row| is_model(row, &name, dim, fingerprint.as_deref()));
             if !ours {
+                // Another pass of this very model made the set and put it in place: done.
+                if target == Target::Next
+                    && model_row(&tx, "embedding_model")?
+                        .is_some_and(|row| is_model(&row, &name, dim, fingerprint.as_deref()))
+                {
+                    return Ok(report);
+                }
                 let other = current.map_or_else(|| "none".to_string(), |(n, _, _)| n);
                 return Err(WorkspaceError::Embed(format!(
                     "another embedding pass switched the workspace's vectors to {other} while \
@@ -241,12 +268,16 @@ impl Workspace {
                         .execute(params![h, to_blob(&vectors[*at])])
                         .map_err(db_err("saving vectors"))?;
                 }
-                // A unit the indexer removed meanwhile gets no vector.
+                // A unit the indexer removed meanwhile gets no vector; nor does one whose
+                // vector, known when the page was read, another pass's cleanup removed since
+                // (it stays to embed, where it would have pointed at nothing).
                 let mut put_doc = tx
                     .prepare_cached(&format!(
-                        "INSERT OR REPLACE INTO {} (doc_id, hash)
-                         SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM docs WHERE id = ?1)",
-                        target.doc_vectors()
+                        "INSERT OR REPLACE INTO {d} (doc_id, hash)
+                         SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM docs WHERE id = ?1)
+                             AND EXISTS (SELECT 1 FROM {v} WHERE hash = ?2)",
+                        d = target.doc_vectors(),
+                        v = target.vectors()
                     ))
                     .map_err(db_err("saving vectors"))?;
                 // Each row written moves `vector_changes` (a trigger), which tells searches to
@@ -278,6 +309,28 @@ impl Workspace {
         Ok(report)
     }
 
+    /// Whether the vectors of the model stored as `name` are being made beside the
+    /// workspace's (a pass of it began and has not finished).
+    fn being_made(&self, name: &str) -> Result<bool, WorkspaceError> {
+        let next = model_row(&self.conn(), "next_embedding_model")?;
+        Ok(next.is_some_and(|(n, _, _)| n == name))
+    }
+
+    /// Whether the workspace's vectors are of `e`'s model (false when it has none).
+    pub fn vectors_are_of(&self, e: &dyn QueryEmbedder) -> Result<bool, WorkspaceError> {
+        let name = stored_name(&e.name());
+        let fingerprint = e.fingerprint();
+        self.with_vectors(|ix| {
+            ix.is_some_and(|ix| {
+                ix.model == name
+                    && match (&ix.fingerprint, &fingerprint) {
+                        (Some(a), Some(b)) => a == b,
+                        _ => true,
+                    }
+            })
+        })
+    }
+
     /// Sets what gives searches their query's vector (None: searches rank by words alone).
     pub fn set_query_embedder(&self, embedder: Option<Arc<dyn QueryEmbedder>>) {
         *self
@@ -306,10 +359,20 @@ impl Workspace {
                 Some("no vectors yet: run `burrow workspace embed` to search by meaning".into())
             }
             (Some(_), None) => Some("the embedding model is not loaded".into()),
-            (Some((stored, _)), Some((loaded, _))) if stored != loaded => Some(format!(
-                "the workspace's vectors are from {stored}, not {loaded}: embed the workspace \
-                 again (`burrow workspace embed`)"
-            )),
+            (Some((stored, _)), Some((loaded, _))) if stored != loaded => {
+                Some(if self.being_made(&loaded)? {
+                    format!(
+                        "the workspace's vectors are from {stored}; those of {loaded} are being \
+                         made beside them and replace them once all are made (`burrow \
+                         workspace embed` goes on with them)"
+                    )
+                } else {
+                    format!(
+                        "the workspace's vectors are from {stored}, not {loaded}: embed the \
+                         workspace again (`burrow workspace embed`)"
+                    )
+                })
+            }
             (Some((stored, Some(a))), Some((_, Some(b)))) if a != b => Some(format!(
                 "the workspace's vectors are from another file named as the model loaded \
                  ({stored}): embed the workspace again (`burrow workspace embed`)"
@@ -520,6 +583,12 @@ fn swap_in(
         .as_ref()
         .is_some_and(|row| is_model(row, name, dim, fingerprint))
     {
+        // Another pass of this very model put the set in place first.
+        if model_row(&tx, "embedding_model")?
+            .is_some_and(|row| is_model(&row, name, dim, fingerprint))
+        {
+            return Ok(());
+        }
         let other = next.map_or_else(|| "none".to_string(), |(n, _, _)| n);
         return Err(WorkspaceError::Embed(format!(
             "another embedding pass switched the workspace's vectors to {other} while this \
@@ -528,10 +597,10 @@ fn swap_in(
     }
     tx.execute_batch(
         "DELETE FROM doc_vectors; DELETE FROM vectors;
-         INSERT INTO vectors (hash, vec) SELECT hash, vec FROM next_vectors;
-         INSERT INTO doc_vectors (doc_id, hash)
-             SELECT doc_id, hash FROM next_doc_vectors
-             WHERE doc_id IN (SELECT id FROM docs);
+         INSERT INTO vectors (hash, vec)
+             SELECT hash, vec FROM next_vectors
+             WHERE hash IN (SELECT hash FROM next_doc_vectors);
+         INSERT INTO doc_vectors (doc_id, hash) SELECT doc_id, hash FROM next_doc_vectors;
          DELETE FROM next_doc_vectors; DELETE FROM next_vectors;
          DELETE FROM next_embedding_model;",
     )

@@ -350,8 +350,22 @@ fn a_new_models_pass_stopped_half_way_loses_nothing_and_goes_on() {
     assert!(name.starts_with("old-model"), "{name}");
     assert_eq!(n, 200);
     assert_eq!(ws.meaning_unavailable().unwrap(), None);
-    let page = default_search(&ws, "crash");
-    assert!(!page.hits.is_empty());
+    let by_meaning = |ws: &Workspace| {
+        ws.search(&SearchQuery {
+            text: "segfault".into(),
+            mode: SearchMode::Meaning,
+            limit: 5,
+            ..Default::default()
+        })
+        .map(|p| p.hits.len())
+    };
+    // "segfault" is no word of theirs: only the old model's vectors find them.
+    assert_eq!(by_meaning(&ws).unwrap(), 5);
+    // With the new model loaded, searches say its vectors are being made.
+    ws.set_query_embedder(Some(Installed::new("new-model", false)));
+    let why = ws.meaning_unavailable().unwrap().unwrap_or_default();
+    assert!(why.contains("being made"), "{why}");
+    ws.set_query_embedder(Some(Installed::new("old-model", false)));
 
     // The new model goes on where it stopped, then takes the old one's place.
     new.fail_after = None;
@@ -368,6 +382,17 @@ fn a_new_models_pass_stopped_half_way_loses_nothing_and_goes_on() {
     let (name, dim, n) = ws.vectors_status().unwrap().unwrap();
     assert!(name.starts_with("new-model"), "{name}");
     assert_eq!((dim, n), (32, 200));
+    // Nothing of the set made beside is left.
+    let db = rusqlite::Connection::open(dir.path().join("workspace.db")).unwrap();
+    let left: i64 = db
+        .query_row(
+            "SELECT (SELECT count(*) FROM next_vectors) + (SELECT count(*) FROM next_doc_vectors)
+                 + (SELECT count(*) FROM next_embedding_model)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0);
     // Back to the old model: the new one's set is whole, so the old embeds everything again
     // (beside it), and nothing is left of a set another model began.
     let again = ws
@@ -380,6 +405,48 @@ fn a_new_models_pass_stopped_half_way_loses_nothing_and_goes_on() {
         .unwrap()
         .0
         .starts_with("old-model"));
+}
+
+/// Two passes of the same new model at once (the app's and a CLI's): the first to finish put
+/// the set in place, and the other failed, saying another pass had switched the vectors "to
+/// none". It is done: the workspace holds its model's vectors.
+#[test]
+fn two_passes_of_the_same_new_model_both_end_well() {
+    struct Beside<'a> {
+        inner: Synonyms,
+        dir: &'a Path,
+        ran: bool,
+    }
+    impl Embedder for Beside<'_> {
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            if !std::mem::replace(&mut self.ran, true) {
+                let other = open(self.dir);
+                let mut same = Synonyms::new("new-model", 32);
+                other.embed_pending(&mut same, &mut |_| {}).unwrap();
+            }
+            self.inner.embed(texts)
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    ws.embed_pending(&mut Synonyms::new("old-model", 64), &mut |_| {})
+        .unwrap();
+    let mut pass = Beside {
+        inner: Synonyms::new("new-model", 32),
+        dir: dir.path(),
+        ran: false,
+    };
+    ws.embed_pending(&mut pass, &mut |_| {}).unwrap();
+    let (name, dim, n) = ws.vectors_status().unwrap().unwrap();
+    assert!(name.starts_with("new-model"), "{name}");
+    assert_eq!((dim, n), (32, 4));
 }
 
 /// The model was known by its file's name alone: another file of that name (llama.cpp's
