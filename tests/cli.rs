@@ -461,6 +461,12 @@ fn workspace_commands_search_and_tools() {
         scores.windows(2).all(|w| w[0] >= w[1]),
         "rank order: {scores:?}"
     );
+    // A page of no results was a page of one, and one past the most a page holds was 100.
+    for limit in ["0", "101"] {
+        let out = burrow(home.path(), &["search", "widget", "--limit", limit]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains("1..=100"), "{err}");
+    }
     let code = json(&burrow(
         home.path(),
         &[

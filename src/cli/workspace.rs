@@ -85,8 +85,9 @@ pub struct SearchArgs {
     /// Only items before this date (YYYY-MM-DD).
     #[arg(long, value_name = "DATE")]
     pub until: Option<String>,
-    #[arg(long, default_value_t = 10)]
-    pub limit: usize,
+    /// Results per page (1 to 100).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub limit: u16,
     #[arg(long, default_value_t = 0)]
     pub offset: usize,
     /// words, meaning or hybrid (both, fused; by words alone until the workspace is
@@ -333,7 +334,7 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
         path: args.path,
         since: args.since,
         until: args.until,
-        limit: Some(args.limit),
+        limit: Some(usize::from(args.limit)),
         offset: args.offset,
         mode: SearchMode::parse(&args.mode)?,
     };

@@ -68,6 +68,8 @@ pub enum LlmError {
         query: String,
         available: Vec<String>,
     },
+    #[error("{query:?} matches {} models: {}; give the one meant by its path", .paths.len(), .paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    AmbiguousModel { query: String, paths: Vec<PathBuf> },
     #[error("llama.cpp failed to decode: {reason}")]
     Decode { reason: String },
     #[error("scripted model: {0}")]

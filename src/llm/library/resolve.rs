@@ -43,6 +43,12 @@ pub fn resolve<'a>(query: &str, found: &'a [ModelInfo]) -> Result<ResolvedModel<
         .collect();
     match partial.as_slice() {
         [one] => Ok(ResolvedModel::Found(one)),
+        // Two copies of one model (listed with their files' names beside theirs) are not
+        // "no model": say which, so the user can pick one.
+        [_, _, ..] => Err(LlmError::AmbiguousModel {
+            query: query.to_string(),
+            paths: partial.iter().map(|m| m.path.clone()).collect(),
+        }),
         _ => Err(LlmError::ModelNotFound {
             query: query.to_string(),
             available: if partial.is_empty() {
@@ -112,5 +118,27 @@ mod tests {
         ));
         let e = resolve("llama-70b", &found).unwrap_err().to_string();
         assert!(e.contains("llama-70b") && e.contains("Tiny Model"), "{e}");
+        // Two copies listed under their files' names: "no model matches" named both as
+        // available; now the name is said to be ambiguous, with the paths to choose from.
+        let copy = dir.path().join("Tiny-Q4-copy.gguf");
+        std::fs::copy(&p, &copy).unwrap();
+        let both = vec![
+            ModelInfo {
+                name: "Tiny Model (Tiny-Q4.gguf)".into(),
+                ..found[0].clone()
+            },
+            ModelInfo {
+                name: "Tiny Model (Tiny-Q4-copy.gguf)".into(),
+                path: copy.clone(),
+                ..found[0].clone()
+            },
+        ];
+        let e = resolve("Tiny Model", &both).unwrap_err();
+        assert!(matches!(e, LlmError::AmbiguousModel { .. }), "{e}");
+        let e = e.to_string();
+        assert!(
+            e.contains("matches 2 models") && e.contains("Tiny-Q4-copy.gguf"),
+            "{e}"
+        );
     }
 }
