@@ -523,7 +523,7 @@ fn choose_target(
         }
         _ => {
             let replaced = old.as_ref().map(|(n, d, _)| {
-                if n == name {
+                if n == name && *d as usize == dim {
                     format!("{n} (another file of that name)")
                 } else {
                     format!("{n} ({d} dimensions)")
