@@ -691,10 +691,17 @@ impl VectorIndex {
                 return Ok(Some(old));
             }
         }
+        // The stamp, the model and the vectors read in one snapshot: read one by one, a pass
+        // that put another model's set in place between them gave an index named for the old
+        // model holding the new one's vectors.
+        let snapshot = conn
+            .unchecked_transaction()
+            .map_err(db_err("reading vectors"))?;
+        let stamp = Self::read_stamp(&snapshot)?;
         if !stamp.1 {
             return Ok(None);
         }
-        let (model, dim, fingerprint): (String, i64, Option<String>) = conn
+        let (model, dim, fingerprint): (String, i64, Option<String>) = snapshot
             .query_row(
                 "SELECT name, dimension, fingerprint FROM embedding_model WHERE id = 1",
                 [],
@@ -713,7 +720,7 @@ impl VectorIndex {
             roles: Vec::new(),
             data: Vec::new(),
         };
-        let mut st = conn
+        let mut st = snapshot
             .prepare(
                 "SELECT dv.doc_id, d.kind, d.repo_id, v.vec, d.role
                  FROM doc_vectors dv
