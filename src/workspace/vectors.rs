@@ -280,9 +280,22 @@ impl Workspace {
                         v = target.vectors()
                     ))
                     .map_err(db_err("saving vectors"))?;
+                // A unit whose text changed since its page was read (indexed again meanwhile,
+                // or removed and its id given to a new unit) is left to embed: given this
+                // vector, it kept its old text's for good.
+                let mut text_now = tx
+                    .prepare_cached("SELECT title, body FROM docs WHERE id = ?1")
+                    .map_err(db_err("saving vectors"))?;
                 // Each row written moves `vector_changes` (a trigger), which tells searches to
                 // reload their vectors.
                 for ((id, _), h) in page.iter().zip(&hashes) {
+                    let now: Option<(String, String)> = text_now
+                        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                        .map_err(db_err("saving vectors"))?;
+                    if now.is_none_or(|(title, body)| text_hash(&embed_text(&title, &body)) != *h) {
+                        continue;
+                    }
                     put_doc
                         .execute(params![id, h])
                         .map_err(db_err("saving vectors"))?;

@@ -407,6 +407,56 @@ fn a_new_models_pass_stopped_half_way_loses_nothing_and_goes_on() {
         .starts_with("old-model"));
 }
 
+/// A unit whose text changed while its page was being embedded (indexed again in place, or
+/// its id given to a new unit) was given the vector of the text the page had read, and kept
+/// it for good: the next pass saw a vector and embedded nothing. Now such a unit is left to
+/// embed.
+#[test]
+fn a_unit_changed_while_its_page_was_embedded_is_embedded_again() {
+    struct Changes<'a> {
+        inner: Synonyms,
+        dir: &'a Path,
+        done: bool,
+    }
+    impl Embedder for Changes<'_> {
+        fn name(&self) -> String {
+            self.inner.name()
+        }
+        fn dimension(&self) -> usize {
+            self.inner.dimension()
+        }
+        fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            if !std::mem::replace(&mut self.done, true) {
+                // The unit's text changed in place, its id kept (as the indexer updates a
+                // unit; an id given to a new unit is the same case).
+                let db = burrow::workspace::db::open(&self.dir.join("workspace.db")).unwrap();
+                db.execute(
+                    "UPDATE docs SET body = 'The console now crashes when recalling history.'
+                     WHERE number = 4",
+                    [],
+                )
+                .unwrap();
+            }
+            self.inner.embed(texts)
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    let mut pass = Changes {
+        inner: Synonyms::new("synonyms", 64),
+        dir: dir.path(),
+        done: false,
+    };
+    ws.embed_pending(&mut pass, &mut |_| {}).unwrap();
+    let mut e = Synonyms::new("synonyms", 64);
+    let next = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!((next.embedded, e.texts), (1, 1), "{next:?}");
+    // Found by its new text's meaning ("crashes").
+    let found = numbers(&ws, &e, "segfault", SearchMode::Meaning, &[]);
+    assert!(found[..2].contains(&4), "{found:?}");
+}
+
 /// Two passes of the same new model at once (the app's and a CLI's): the first to finish put
 /// the set in place, and the other failed, saying another pass had switched the vectors "to
 /// none". It is done: the workspace holds its model's vectors.
