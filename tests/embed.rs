@@ -64,6 +64,39 @@ fn reference() -> Vec<Reference> {
         .collect()
 }
 
+/// An issue export of three issues in `dir`, for `import`.
+fn three_issues(dir: &Path) -> PathBuf {
+    let issues: Vec<Value> = [
+        (
+            1,
+            "Wallet window segfault on close",
+            "Closing the wallet window aborts the app.",
+        ),
+        (
+            2,
+            "Settings dialog typo",
+            "The word 'recieve' is misspelled in the settings.",
+        ),
+        (
+            3,
+            "Peers table sorting",
+            "Sorting the peers table by address is wrong.",
+        ),
+    ]
+    .iter()
+    .map(|(n, title, body)| {
+        serde_json::json!({
+            "number": n, "title": title, "body": body, "state": "open",
+            "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z"
+        })
+    })
+    .collect();
+    let export = dir.join("issues.json");
+    std::fs::write(&export, serde_json::to_string(&issues).unwrap()).unwrap();
+    export
+}
+
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let na: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -358,17 +391,7 @@ fn another_file_of_the_same_name_embeds_the_workspace_again() {
     let edit = MetaEdit::Set("general.name".into(), MetaValue::String("other".into()));
     rewrite_metadata(minilm(), &second, &[edit]).unwrap();
     let home = BurrowHome::new(dir.path().join("home"));
-    let issues: Vec<Value> = (1..=3)
-        .map(|n| {
-            serde_json::json!({
-                "number": n, "title": format!("Issue {n}"), "body": "The wallet window freezes.",
-                "state": "open", "user": {"login": "ann"},
-                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
-            })
-        })
-        .collect();
-    let export = dir.path().join("issues.json");
-    std::fs::write(&export, serde_json::to_string(&issues).unwrap()).unwrap();
+    let export = three_issues(dir.path());
     let app = App::open(home).unwrap();
     let ws = app.workspace();
     ws.import(&export, "o/r", &mut |_| {}).unwrap();
@@ -575,17 +598,7 @@ fn prompts_changed_in_settings_embed_the_workspace_again() {
     let _guard = common::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let home = BurrowHome::new(dir.path().join("home"));
-    let issues: Vec<Value> = (1..=3)
-        .map(|n| {
-            serde_json::json!({
-                "number": n, "title": format!("Issue {n}"), "body": "The wallet window freezes.",
-                "state": "open", "user": {"login": "ann"},
-                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"
-            })
-        })
-        .collect();
-    let export = dir.path().join("issues.json");
-    std::fs::write(&export, serde_json::to_string(&issues).unwrap()).unwrap();
+    let export = three_issues(dir.path());
     let model = minilm().to_str().unwrap().to_string();
     let app = App::open(home.clone()).unwrap();
     app.workspace().import(&export, "o/r", &mut |_| {}).unwrap();
@@ -809,34 +822,7 @@ fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_v
     let _guard = common::exclusive();
     let dir = tempfile::tempdir().unwrap();
     let home = BurrowHome::new(dir.path().join("home"));
-    let issues: Vec<Value> = [
-        (
-            1,
-            "Wallet window segfault on close",
-            "Closing the wallet window aborts the app.",
-        ),
-        (
-            2,
-            "Settings dialog typo",
-            "The word 'recieve' is misspelled in the settings.",
-        ),
-        (
-            3,
-            "Peers table sorting",
-            "Sorting the peers table by address is wrong.",
-        ),
-    ]
-    .iter()
-    .map(|(n, title, body)| {
-        serde_json::json!({
-            "number": n, "title": title, "body": body, "state": "open",
-            "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
-            "updated_at": "2024-01-01T00:00:00Z"
-        })
-    })
-    .collect();
-    let export = dir.path().join("issues.json");
-    std::fs::write(&export, serde_json::to_string(&issues).unwrap()).unwrap();
+    let export = three_issues(dir.path());
     let model = minilm().to_str().unwrap();
 
     let app = App::open(home.clone()).unwrap();

@@ -952,9 +952,7 @@ impl App {
         {
             return Ok(m.clone());
         }
-        let stamp = std::fs::metadata(&path)
-            .ok()
-            .and_then(|m| Some((m.len(), m.modified().ok()?)));
+        let stamp = meaning::file_stamp(&path);
         if let Some((_, _, why)) = lock(&self.embedder_failed)
             .as_ref()
             .filter(|(p, s, _)| *p == path && *s == stamp)

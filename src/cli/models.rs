@@ -361,14 +361,9 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
     let estimate = MemoryEstimate::for_model(&info, &opts);
     // What search by meaning would give it before each query and unit, were it the embedding
     // model (only an embedding model gets any).
-    let prompts = info.embedding.then(|| {
-        let file = info
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        burrow::llm::embed::prompts::detect(&header, &file)
-    });
+    let prompts = info
+        .embedding
+        .then(|| burrow::llm::embed::prompts::detect(&header));
     if json {
         let metadata: serde_json::Map<String, serde_json::Value> = header
             .metadata

@@ -161,10 +161,6 @@ impl EmbeddingModel {
             && suffix.last() != Some(&eos))
         .then_some(eos);
         suffix.extend(end);
-        let file_name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         Ok(EmbeddingModel {
             path: path.to_path_buf(),
             model,
@@ -173,7 +169,7 @@ impl EmbeddingModel {
             prefix,
             suffix,
             threads: threads.max(1) as i32,
-            prompts: prompts::detect(&header, &file_name),
+            prompts: prompts::detect(&header),
             end,
         })
     }

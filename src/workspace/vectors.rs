@@ -335,11 +335,7 @@ impl Workspace {
         let fingerprint = e.fingerprint();
         self.with_vectors(|ix| {
             ix.is_some_and(|ix| {
-                ix.model == name
-                    && match (&ix.fingerprint, &fingerprint) {
-                        (Some(a), Some(b)) => a == b,
-                        _ => true,
-                    }
+                ix.model == name && same_file(ix.fingerprint.as_deref(), fingerprint.as_deref())
             })
         })
     }
@@ -386,10 +382,12 @@ impl Workspace {
                     )
                 })
             }
-            (Some((stored, Some(a))), Some((_, Some(b)))) if a != b => Some(format!(
-                "the workspace's vectors are from another file named as the model loaded \
+            (Some((stored, a)), Some((_, b))) if !same_file(a.as_deref(), b.as_deref()) => {
+                Some(format!(
+                    "the workspace's vectors are from another file named as the model loaded \
                  ({stored}): embed the workspace again (`burrow workspace embed`)"
-            )),
+                ))
+            }
             _ => None,
         })
     }
@@ -486,12 +484,16 @@ fn model_row(conn: &Connection, table: &str) -> Result<Option<ModelRow>, Workspa
 /// `fingerprint` (a row or a model that cannot say is taken at its name).
 fn is_model(row: &ModelRow, name: &str, dim: usize, fingerprint: Option<&str>) -> bool {
     let (n, d, f) = row;
-    n == name
-        && *d as usize == dim
-        && match (f.as_deref(), fingerprint) {
-            (Some(a), Some(b)) => a == b,
-            _ => true,
-        }
+    n == name && *d as usize == dim && same_file(f.as_deref(), fingerprint)
+}
+
+/// Whether two fingerprints are of one file's content; one that is not known (vectors from
+/// before fingerprints, a model that cannot say) is taken as the same.
+fn same_file(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    }
 }
 
 fn put_model(

@@ -75,6 +75,47 @@ impl Embedder for Synonyms {
     }
 }
 
+/// The fake model, with `meanwhile` run once as its first page is embedded (another pass,
+/// a unit indexed again), and its vectors reversed where `negate`.
+struct Meanwhile<F: FnOnce()> {
+    inner: Synonyms,
+    meanwhile: Option<F>,
+    negate: bool,
+}
+
+impl<F: FnOnce()> Meanwhile<F> {
+    fn new(inner: Synonyms, meanwhile: F) -> Self {
+        Meanwhile {
+            inner,
+            meanwhile: Some(meanwhile),
+            negate: false,
+        }
+    }
+}
+
+impl<F: FnOnce()> Embedder for Meanwhile<F> {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn dimension(&self) -> usize {
+        self.inner.dimension()
+    }
+
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+        if let Some(f) = self.meanwhile.take() {
+            f();
+        }
+        let sign = if self.negate { -1.0 } else { 1.0 };
+        Ok(self
+            .inner
+            .embed(texts)?
+            .into_iter()
+            .map(|v| v.into_iter().map(|x| sign * x).collect())
+            .collect())
+    }
+}
+
 fn import(ws: &Workspace, dir: &Path, items: &[(i64, &str, &str, bool)]) {
     let records: Vec<serde_json::Value> = items
         .iter()
@@ -256,42 +297,19 @@ fn embedding_is_incremental_and_a_new_model_embeds_everything_again() {
 /// Now each page checks the model is still its own, and the pass stops, saying why.
 #[test]
 fn a_pass_whose_model_another_pass_replaced_stops_instead_of_mixing_them() {
-    struct Intruded<'a> {
-        inner: Synonyms,
-        dir: &'a Path,
-        intruded: bool,
-    }
-    impl Embedder for Intruded<'_> {
-        fn name(&self) -> String {
-            self.inner.name()
-        }
-        fn dimension(&self) -> usize {
-            self.inner.dimension()
-        }
-        fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-            if !std::mem::replace(&mut self.intruded, true) {
-                // Another handle's pass, with another model of the same dimension.
-                let other = open(self.dir);
-                let mut second = Synonyms::new("second-model", 64);
-                other.embed_pending(&mut second, &mut |_| {}).unwrap();
-            }
-            // The first model's vectors point the other way: stored, they would rank last
-            // what the second's rank first.
-            let vs = self.inner.embed(texts)?;
-            Ok(vs
-                .into_iter()
-                .map(|v| v.into_iter().map(|x| -x).collect())
-                .collect())
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path());
     import(&ws, dir.path(), ITEMS);
-    let mut first = Intruded {
-        inner: Synonyms::new("first-model", 64),
-        dir: dir.path(),
-        intruded: false,
-    };
+    // Meanwhile, another handle's pass with another model of the same dimension. The first
+    // model's vectors point the other way: stored, they would rank last what the second's
+    // rank first.
+    let mut first = Meanwhile::new(Synonyms::new("first-model", 64), || {
+        let mut second = Synonyms::new("second-model", 64);
+        open(dir.path())
+            .embed_pending(&mut second, &mut |_| {})
+            .unwrap();
+    });
+    first.negate = true;
     let e = ws
         .embed_pending(&mut first, &mut |_| {})
         .unwrap_err()
@@ -413,41 +431,20 @@ fn a_new_models_pass_stopped_half_way_loses_nothing_and_goes_on() {
 /// embed.
 #[test]
 fn a_unit_changed_while_its_page_was_embedded_is_embedded_again() {
-    struct Changes<'a> {
-        inner: Synonyms,
-        dir: &'a Path,
-        done: bool,
-    }
-    impl Embedder for Changes<'_> {
-        fn name(&self) -> String {
-            self.inner.name()
-        }
-        fn dimension(&self) -> usize {
-            self.inner.dimension()
-        }
-        fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-            if !std::mem::replace(&mut self.done, true) {
-                // The unit's text changed in place, its id kept (as the indexer updates a
-                // unit; an id given to a new unit is the same case).
-                let db = burrow::workspace::db::open(&self.dir.join("workspace.db")).unwrap();
-                db.execute(
-                    "UPDATE docs SET body = 'The console now crashes when recalling history.'
-                     WHERE number = 4",
-                    [],
-                )
-                .unwrap();
-            }
-            self.inner.embed(texts)
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path());
     import(&ws, dir.path(), ITEMS);
-    let mut pass = Changes {
-        inner: Synonyms::new("synonyms", 64),
-        dir: dir.path(),
-        done: false,
-    };
+    // Meanwhile, the unit's text changes in place, its id kept (as the indexer updates a
+    // unit; an id given to a new unit is the same case).
+    let mut pass = Meanwhile::new(Synonyms::new("synonyms", 64), || {
+        let db = burrow::workspace::db::open(&dir.path().join("workspace.db")).unwrap();
+        db.execute(
+            "UPDATE docs SET body = 'The console now crashes when recalling history.'
+             WHERE number = 4",
+            [],
+        )
+        .unwrap();
+    });
     ws.embed_pending(&mut pass, &mut |_| {}).unwrap();
     let mut e = Synonyms::new("synonyms", 64);
     let next = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
@@ -462,37 +459,17 @@ fn a_unit_changed_while_its_page_was_embedded_is_embedded_again() {
 /// none". It is done: the workspace holds its model's vectors.
 #[test]
 fn two_passes_of_the_same_new_model_both_end_well() {
-    struct Beside<'a> {
-        inner: Synonyms,
-        dir: &'a Path,
-        ran: bool,
-    }
-    impl Embedder for Beside<'_> {
-        fn name(&self) -> String {
-            self.inner.name()
-        }
-        fn dimension(&self) -> usize {
-            self.inner.dimension()
-        }
-        fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
-            if !std::mem::replace(&mut self.ran, true) {
-                let other = open(self.dir);
-                let mut same = Synonyms::new("new-model", 32);
-                other.embed_pending(&mut same, &mut |_| {}).unwrap();
-            }
-            self.inner.embed(texts)
-        }
-    }
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path());
     import(&ws, dir.path(), ITEMS);
     ws.embed_pending(&mut Synonyms::new("old-model", 64), &mut |_| {})
         .unwrap();
-    let mut pass = Beside {
-        inner: Synonyms::new("new-model", 32),
-        dir: dir.path(),
-        ran: false,
-    };
+    let mut pass = Meanwhile::new(Synonyms::new("new-model", 32), || {
+        let mut same = Synonyms::new("new-model", 32);
+        open(dir.path())
+            .embed_pending(&mut same, &mut |_| {})
+            .unwrap();
+    });
     ws.embed_pending(&mut pass, &mut |_| {}).unwrap();
     let (name, dim, n) = ws.vectors_status().unwrap().unwrap();
     assert!(name.starts_with("new-model"), "{name}");

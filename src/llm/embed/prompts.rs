@@ -188,8 +188,13 @@ fn normalized(name: &str) -> String {
         .collect()
 }
 
-/// The prompts of the model in `header`, whose file is called `file_name`.
-pub fn detect(header: &GgufHeader, file_name: &str) -> Prompts {
+/// The prompts of the model whose file's header is `header`.
+pub fn detect(header: &GgufHeader) -> Prompts {
+    let file_name = header
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     let query = header.get_str(QUERY_PROMPT_KEY);
     let document = header.get_str(DOCUMENT_PROMPT_KEY);
     if query.is_some() || document.is_some() {
@@ -207,7 +212,7 @@ pub fn detect(header: &GgufHeader, file_name: &str) -> Prompts {
     let names = [
         header.get_str("general.name"),
         header.get_str("general.basename"),
-        Some(file_name),
+        Some(&*file_name),
     ];
     for name in names.into_iter().flatten() {
         let n = normalized(name);
@@ -230,9 +235,10 @@ mod tests {
     use super::*;
     use crate::llm::gguf::GgufWriter;
 
-    fn header(meta: &[(&str, &str)]) -> GgufHeader {
+    /// The header of a file called `file` holding `meta`.
+    fn header(file: &str, meta: &[(&str, &str)]) -> GgufHeader {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.gguf");
+        let path = dir.path().join(file);
         let mut w = GgufWriter::new().meta_str("general.architecture", "bert");
         for (k, v) in meta {
             w = w.meta_str(k, v);
@@ -243,11 +249,14 @@ mod tests {
 
     #[test]
     fn the_files_own_prompts_come_first_then_its_names_then_none() {
-        let keys = header(&[
-            ("general.name", "nomic-embed-text-v1.5"),
-            (QUERY_PROMPT_KEY, "query: "),
-        ]);
-        let p = detect(&keys, "nomic-embed-text-v1.5.gguf");
+        let keys = header(
+            "nomic-embed-text-v1.5.gguf",
+            &[
+                ("general.name", "nomic-embed-text-v1.5"),
+                (QUERY_PROMPT_KEY, "query: "),
+            ],
+        );
+        let p = detect(&keys);
         assert_eq!((p.query.as_str(), p.document.as_str()), ("query: ", ""));
         assert_eq!(p.source, "the model file");
         // The names inside the file before the file's own name, and the full name before the
@@ -269,28 +278,37 @@ mod tests {
                 "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ",
             ),
         ] {
-            let h = header(&[("general.name", name), ("general.basename", basename)]);
-            assert_eq!(detect(&h, "model.gguf").query, want, "{name}");
+            let h = header(
+                "model.gguf",
+                &[("general.name", name), ("general.basename", basename)],
+            );
+            assert_eq!(detect(&h).query, want, "{name}");
         }
-        let named = header(&[("general.basename", "bge-small-en-v1.5")]);
-        let p = detect(&named, "nomic-embed-text.gguf");
+        let named = header(
+            "nomic-embed-text.gguf",
+            &[("general.basename", "bge-small-en-v1.5")],
+        );
+        let p = detect(&named);
         assert_eq!(p.source, "the bge (English) family");
         assert_eq!(p.query, REPRESENT);
-        let p = detect(
-            &header(&[("general.name", "Model")]),
+        let p = detect(&header(
             "e5-base-v2.Q8_0.gguf",
-        );
+            &[("general.name", "Model")],
+        ));
         assert_eq!(
             (p.query.as_str(), p.document.as_str()),
             ("query: ", "passage: ")
         );
-        let p = detect(&header(&[]), "model.gguf");
+        let p = detect(&header("model.gguf", &[]));
         assert!(p.is_empty());
         assert_eq!(p.source, "none");
         assert_eq!(p.query("a b"), "a b");
         // A name inside the file that says "no prompts" is not overruled by the file's name.
-        let minilm = header(&[("general.name", "all-MiniLM-L6-v2")]);
-        let p = detect(&minilm, "nomic-embed-text-v1.5.f16.gguf");
+        let minilm = header(
+            "nomic-embed-text-v1.5.f16.gguf",
+            &[("general.name", "all-MiniLM-L6-v2")],
+        );
+        let p = detect(&minilm);
         assert!(p.is_empty());
         assert_eq!(p.source, "the sentence-transformers (MiniLM, mpnet) family");
     }
