@@ -441,6 +441,7 @@ fn another_file_of_the_same_name_embeds_the_workspace_again() {
 /// leaves the model.
 #[test]
 fn a_model_whose_weights_are_not_numbers_gives_no_vectors() {
+    use burrow::workspace::QueryEmbedder;
     use std::io::{Seek, SeekFrom, Write};
     let _guard = common::exclusive();
     let dir = tempfile::tempdir().unwrap();
@@ -464,8 +465,20 @@ fn a_model_whose_weights_are_not_numbers_gives_no_vectors() {
     let e = m.embed(&["Coin control"]).unwrap_err().to_string();
     assert!(e.contains("nan.gguf") && e.contains("not a number"), "{e}");
     let embedder = ModelEmbedder::load_path(&nan, 1, None).unwrap();
-    let e = (&embedder).embed(&["Coin control"]).unwrap_err();
+    let e = embedder.embed_query("Coin control").unwrap_err();
     assert!(e.contains("not a number"), "{e}");
+    // A workspace pass stops at once, storing nothing.
+    let home = BurrowHome::new(dir.path().join("home"));
+    let app = App::open(home).unwrap();
+    let ws = app.workspace();
+    ws.import(&three_issues(dir.path()), "o/r", &mut |_| {})
+        .unwrap();
+    let e = ws
+        .embed_pending(&mut &embedder, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a number") && e.contains("damaged"), "{e}");
+    assert_eq!(ws.vectors_status().unwrap().map_or(0, |(_, _, n)| n), 0);
 }
 
 /// A query's vector is made from its start, as a unit's: a 120 KB log pasted into the search

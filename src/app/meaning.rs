@@ -217,7 +217,7 @@ impl Embedder for &ModelEmbedder {
         };
         self.model
             .session(MAX_EMBED_TOKENS, DEFAULT_BATCH_TOKENS)
-            .and_then(|mut s| s.embed_starts(texts, MAX_EMBED_TOKENS))
+            .and_then(|mut s| s.embed_starts_unchecked(texts, MAX_EMBED_TOKENS))
             .map_err(|e| e.to_string())
     }
 }

@@ -217,6 +217,14 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                      {} units in the workspace",
                     report.embedded, report.reused, report.total
                 );
+                if report.unembeddable > 0 {
+                    println!(
+                        "note: {} units were left without a vector: the model gave their text \
+                         one that is not a number (NaN or infinite); the next pass tries them \
+                         again",
+                        report.unembeddable
+                    );
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

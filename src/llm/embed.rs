@@ -291,12 +291,32 @@ impl EmbeddingModel {
     /// Embeds `texts` whole (in the model's windows) in one session of the default batch size,
     /// sized for the longest of them.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let longest = texts
+        // Tokenized once: the windows size the session, then fill its batches.
+        let windows = self.windows_of(texts, usize::MAX, usize::MAX);
+        let longest = windows.iter().map(|(_, w)| w.len()).max().unwrap_or(1);
+        let mut session = self.session(longest, DEFAULT_BATCH_TOKENS)?;
+        let vectors = session.embed_prepared(&windows, texts.len())?;
+        session.all_numbers(vectors)
+    }
+
+    /// The windows of `limit` tokens (the model's at most) that `texts` are read in, the first
+    /// `per_text` of each, with the index of the text each belongs to.
+    fn windows_of(
+        &self,
+        texts: &[&str],
+        limit: usize,
+        per_text: usize,
+    ) -> Vec<(usize, Vec<LlamaToken>)> {
+        texts
             .iter()
-            .map(|t| self.tokenize(t).len())
-            .max()
-            .unwrap_or(1);
-        self.session(longest, DEFAULT_BATCH_TOKENS)?.embed(texts)
+            .enumerate()
+            .flat_map(|(i, text)| {
+                self.windows(text, limit)
+                    .into_iter()
+                    .take(per_text)
+                    .map(move |w| (i, w))
+            })
+            .collect()
     }
 }
 
@@ -328,7 +348,8 @@ impl EmbedSession<'_> {
     /// model's, for `EmbeddingModel::embed`) is read in windows whose vectors are averaged,
     /// weighted by their tokens.
     pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_windows(texts, usize::MAX, usize::MAX)
+        let vectors = self.embed_windows(texts, usize::MAX, usize::MAX)?;
+        self.all_numbers(vectors)
     }
 
     /// One unit vector per text, in order, each of the text's start alone: its first
@@ -338,7 +359,34 @@ impl EmbedSession<'_> {
         texts: &[&str],
         max_tokens: usize,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let vectors = self.embed_windows(texts, max_tokens, 1)?;
+        self.all_numbers(vectors)
+    }
+
+    /// As [`EmbedSession::embed_starts`], but a vector that is not a number throughout (NaN or
+    /// infinite: an f16 overflow on some texts, damaged weights on all) is returned as it is,
+    /// for a caller that leaves those texts out and keeps the others' vectors.
+    pub fn embed_starts_unchecked(
+        &mut self,
+        texts: &[&str],
+        max_tokens: usize,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.embed_windows(texts, max_tokens, 1)
+    }
+
+    /// `vectors`, where each is a number throughout.
+    fn all_numbers(&self, vectors: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        // A damaged model (weights that are NaN) gives vectors no search can rank by; stored,
+        // they replaced good ones.
+        match vectors.iter().position(|v| !is_number(v)) {
+            Some(i) => Err(EmbedError::Embed(format!(
+                "{}: the vector of text {} is not a number throughout (NaN or infinite): \
+                 are the model's weights damaged?",
+                self.model.path.display(),
+                i + 1
+            ))),
+            None => Ok(vectors),
+        }
     }
 
     /// The vectors of `texts` from the first `per_text` of their windows of `limit` tokens,
@@ -349,21 +397,21 @@ impl EmbedSession<'_> {
         limit: usize,
         per_text: usize,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let model = self.model;
         // Never a window longer than the context holds: llama.cpp aborts on one.
-        let limit = limit.min(self.window);
-        let windows: Vec<(usize, Vec<LlamaToken>)> = texts
-            .iter()
-            .enumerate()
-            .flat_map(|(i, text)| {
-                model
-                    .windows(text, limit)
-                    .into_iter()
-                    .take(per_text)
-                    .map(move |w| (i, w))
-            })
-            .collect();
-        let mut sums = vec![vec![0f32; model.dimension]; texts.len()];
+        let windows = self
+            .model
+            .windows_of(texts, limit.min(self.window), per_text);
+        self.embed_prepared(&windows, texts.len())
+    }
+
+    /// The vectors of `count` texts from their `windows`, packed into batches: a text's
+    /// windows are averaged, weighted by their tokens.
+    fn embed_prepared(
+        &mut self,
+        windows: &[(usize, Vec<LlamaToken>)],
+        count: usize,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let mut sums = vec![vec![0f32; self.model.dimension]; count];
         let mut start = 0;
         while start < windows.len() {
             let mut end = start;
@@ -391,16 +439,6 @@ impl EmbedSession<'_> {
         }
         for v in &mut sums {
             normalize(v);
-        }
-        // A damaged model (weights that are NaN) gives vectors no search can rank by; stored,
-        // they replaced good ones.
-        if let Some(i) = sums.iter().position(|v| v.iter().any(|x| !x.is_finite())) {
-            return Err(EmbedError::Embed(format!(
-                "{}: the vector of text {} is not a number throughout (NaN or infinite): \
-                 are the model's weights damaged?",
-                model.path.display(),
-                i + 1
-            )));
         }
         Ok(sums)
     }
@@ -435,6 +473,11 @@ impl EmbedSession<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether every element of `v` is a number (neither NaN nor infinite).
+pub fn is_number(v: &[f32]) -> bool {
+    v.iter().all(|x| x.is_finite())
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).

@@ -5,7 +5,7 @@
 //! search sees vectors arrive and a killed pass loses at most one page. Another model's set is
 //! made beside the workspace's and takes its place once whole (`choose_target`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -27,7 +27,8 @@ pub trait Embedder {
     }
     fn dimension(&self) -> usize;
     /// One unit vector per text, in order, made from the text's start alone: its first
-    /// [`MAX_EMBED_TOKENS`] tokens at most.
+    /// [`MAX_EMBED_TOKENS`] tokens at most. A vector that is not a number throughout is
+    /// returned as it is: the pass leaves that text's units without one.
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String>;
 }
 
@@ -79,6 +80,9 @@ pub struct EmbedReport {
     /// The model the vectors were made with before, when it was another one (this one's, a
     /// vector for every unit, replaced them at the end of the pass).
     pub replaced_model: Option<String>,
+    /// Units left without a vector: the model gave their text one that is not a number
+    /// throughout (NaN or infinite). The next pass tries them again.
+    pub unembeddable: usize,
 }
 
 /// The text of a unit that is embedded.
@@ -152,6 +156,8 @@ impl Workspace {
         // A set made beside the workspace's is checked whole before it takes their place:
         // units indexed behind the pass's position get a sweep more (then the next pass).
         let mut sweeps = 0;
+        // Texts given a vector that is a number throughout, this pass.
+        let mut usable = 0;
         loop {
             let page: Vec<(i64, String)> = {
                 let mut st = conn
@@ -235,6 +241,26 @@ impl Workspace {
                     texts.len()
                 )));
             }
+            // A vector that is not a number throughout (NaN or infinite) ranks nothing, and
+            // stored it would take a good one's place. A model that gives one for a few
+            // texts (an f16 overflow) leaves those units without a vector, to be tried again
+            // by the next pass; one that has given nothing else, in this pass or before, is
+            // damaged, and the pass stops.
+            let unusable: HashSet<usize> = vectors
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.iter().any(|x| !x.is_finite()))
+                .map(|(i, _)| i)
+                .collect();
+            usable += vectors.len() - unusable.len();
+            if usable == 0 && done == 0 && !unusable.is_empty() {
+                return Err(WorkspaceError::Embed(format!(
+                    "{name} gave vectors that are not a number throughout (NaN or infinite) \
+                     for every text it was given ({}), and has no other in the workspace: are \
+                     the model's weights damaged?",
+                    unusable.len()
+                )));
+            }
             let tx = super::index::begin_write(&mut conn, "embeddings", &mut |_| {})?;
             // Another pass (the app's, beside a CLI's) may have switched the vectors to its
             // model meanwhile: this one's would then be stored as that model's.
@@ -264,6 +290,9 @@ impl Workspace {
                     ))
                     .map_err(db_err("saving vectors"))?;
                 for (h, at) in &fresh {
+                    if unusable.contains(at) {
+                        continue;
+                    }
                     put_vec
                         .execute(params![h, to_blob(&vectors[*at])])
                         .map_err(db_err("saving vectors"))?;
@@ -302,9 +331,19 @@ impl Workspace {
                 }
             }
             tx.commit().map_err(db_err("saving vectors"))?;
-            report.embedded += page.len();
-            report.reused += page.len() - fresh.len();
-            done += page.len();
+            let left = hashes
+                .iter()
+                .filter(|h| {
+                    fresh
+                        .get(h.as_slice())
+                        .is_some_and(|at| unusable.contains(at))
+                })
+                .count();
+            report.unembeddable += left;
+            let page_len = page.len() - left;
+            report.embedded += page_len;
+            report.reused += page_len - (fresh.len() - unusable.len());
+            done += page_len;
             on_progress(EmbedProgress {
                 done: done.min(report.total),
                 total: report.total,

@@ -19,6 +19,8 @@ struct Synonyms {
     calls: usize,
     texts: usize,
     fail_after: Option<usize>,
+    /// Texts holding this give a vector of NaN (an f16 overflow, or damaged weights for "").
+    nan_for: Option<&'static str>,
 }
 
 impl Synonyms {
@@ -30,6 +32,7 @@ impl Synonyms {
             calls: 0,
             texts: 0,
             fail_after: None,
+            nan_for: None,
         }
     }
 
@@ -71,7 +74,13 @@ impl Embedder for Synonyms {
         }
         self.calls += 1;
         self.texts += texts.len();
-        Ok(texts.iter().map(|t| self.vector(t)).collect())
+        Ok(texts
+            .iter()
+            .map(|t| match self.nan_for {
+                Some(w) if t.contains(w) => vec![f32::NAN; self.dim],
+                _ => self.vector(t),
+            })
+            .collect())
     }
 }
 
@@ -227,6 +236,54 @@ fn meaning_finds_what_words_miss_and_hybrid_keeps_both() {
         })
         .unwrap();
     assert!(words_only.hits.is_empty());
+}
+
+/// A model that gave a vector of NaN for one text (an f16 overflow) failed its whole page and
+/// stopped the pass, so no unit after it was ever embedded; given to the pass as numbers, such
+/// a vector would have been stored and ranked at random. Now that unit alone is left without
+/// a vector, said in the report, and the next pass tries it again; a model that gives nothing
+/// but NaN still stops the pass, storing nothing.
+#[test]
+fn a_text_the_model_gives_no_number_for_is_left_out_not_the_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    let mut e = Synonyms::new("synonyms", 64);
+    e.nan_for = Some("recieve");
+    let report = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!(
+        (report.embedded, report.unembeddable, report.total),
+        (3, 1, 4),
+        "{report:?}"
+    );
+    assert_eq!(ws.vectors_status().unwrap().map(|(_, _, n)| n), Some(3));
+    // Searches by meaning rank the others, and never the unit with no vector.
+    let found = numbers(&ws, &e, "crash", SearchMode::Meaning, &[]);
+    assert_eq!(found.first(), Some(&1), "{found:?}");
+    assert!(!found.contains(&2), "{found:?}");
+    // The next pass tries that text again, and only it.
+    let before = e.texts;
+    let again = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!((again.embedded, again.unembeddable), (0, 1));
+    assert_eq!(e.texts, before + 1);
+    // Once the model gives it a number, it has its vector.
+    e.nan_for = None;
+    let last = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!((last.embedded, last.unembeddable), (1, 0));
+    assert_eq!(ws.vectors_status().unwrap().map(|(_, _, n)| n), Some(4));
+
+    // A model that gives NaN for everything stops the pass, saying why, and stores nothing.
+    let other = tempfile::tempdir().unwrap();
+    let ws = open(other.path());
+    import(&ws, other.path(), ITEMS);
+    let mut damaged = Synonyms::new("damaged", 64);
+    damaged.nan_for = Some("");
+    let e = ws
+        .embed_pending(&mut damaged, &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a number") && e.contains("damaged"), "{e}");
+    assert_eq!(ws.vectors_status().unwrap().map_or(0, |(_, _, n)| n), 0);
 }
 
 #[test]

@@ -71,6 +71,8 @@ export interface EmbedView {
   total: number;
   state: "embedding" | "done" | "failed";
   error: string | null;
+  /// Units the last pass left without a vector (the model gave no number for their text).
+  left: number;
 }
 
 export type Screen = "run" | "search" | "models" | "workspace" | "history" | "settings";
@@ -334,13 +336,18 @@ export function reduce(state: State, ev: Action): State {
     case "index_failed":
       return reduceIndex(state, ev.source, (v) => ({ ...v, state: "failed", error: ev.message }));
     case "embed_progress":
-      return { ...state, embedding: { model: ev.model, done: ev.done, total: ev.total, state: "embedding", error: null } };
-    case "embedded":
-      return { ...state, embedding: { model: ev.model, done: ev.report.total, total: ev.report.total, state: "done", error: null } };
+      return { ...state, embedding: { model: ev.model, done: ev.done, total: ev.total, state: "embedding", error: null, left: 0 } };
+    case "embedded": {
+      const left = ev.report.unembeddable ?? 0;
+      return {
+        ...state,
+        embedding: { model: ev.model, done: ev.report.total - left, total: ev.report.total, state: "done", error: null, left },
+      };
+    }
     case "embed_failed":
       return {
         ...state,
-        embedding: { model: ev.model, done: state.embedding?.done ?? 0, total: state.embedding?.total ?? 0, state: "failed", error: ev.message },
+        embedding: { model: ev.model, done: state.embedding?.done ?? 0, total: state.embedding?.total ?? 0, state: "failed", error: ev.message, left: 0 },
       };
     case "serve_failed":
       return addNotice({ ...state, serving: null }, ev.message, true);

@@ -198,6 +198,8 @@ export interface EmbedReport {
   reused: number;
   total: number;
   replaced_model: string | null;
+  /// Units left without a vector: the model gave their text one that is not a number (NaN).
+  unembeddable: number;
 }
 
 /// A model of the catalogue, which Burrow can download.

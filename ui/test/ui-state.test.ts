@@ -171,15 +171,24 @@ describe("reduce: the page's own state", () => {
 describe("reduce: embedding for search by meaning (issue 18)", () => {
   it("follows a pass's progress to its end, and keeps the count when it fails", () => {
     let s = reduce(initialState, { kind: "embed_progress", model: "all-MiniLM-L6-v2.F16.gguf", done: 64, total: 200 });
-    expect(s.embedding).toEqual({ model: "all-MiniLM-L6-v2.F16.gguf", done: 64, total: 200, state: "embedding", error: null });
+    expect(s.embedding).toEqual({ model: "all-MiniLM-L6-v2.F16.gguf", done: 64, total: 200, state: "embedding", error: null, left: 0 });
     s = reduce(s, { kind: "embed_failed", model: "all-MiniLM-L6-v2.F16.gguf", message: "the model stopped" });
     expect(s.embedding).toMatchObject({ done: 64, total: 200, state: "failed", error: "the model stopped" });
     s = reduce(s, {
       kind: "embedded",
       model: "all-MiniLM-L6-v2.F16.gguf",
-      report: { embedded: 136, reused: 0, total: 200, replaced_model: null },
+      report: { embedded: 136, reused: 0, total: 200, replaced_model: null, unembeddable: 0 },
     });
     expect(s.embedding).toMatchObject({ done: 200, total: 200, state: "done", error: null });
+  });
+
+  it("counts the units a pass left without a vector as not embedded", () => {
+    const s = reduce(initialState, {
+      kind: "embedded",
+      model: "m.gguf",
+      report: { embedded: 197, reused: 0, total: 200, replaced_model: null, unembeddable: 3 },
+    });
+    expect(s.embedding).toMatchObject({ done: 197, total: 200, state: "done", left: 3 });
   });
 
   it("says why search is by words when the model is missing, before any pass ran", () => {
