@@ -68,15 +68,49 @@ pub struct Settings {
 
 /// Texts put before a query and before a document for the embedding model they were written
 /// for.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-// A misspelt field ("qurey") would be dropped, and the model embedded without that prompt.
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct EmbeddingPrompts {
     /// The embedding model they are for, as `embedding_model` names it (empty: the
     /// catalogue's); any other model has its own.
     pub model: String,
     pub query: String,
     pub document: String,
+}
+
+#[derive(Default, Deserialize)]
+// A misspelt field ("qurey") would be dropped, and the model embedded without that prompt.
+#[serde(default, deny_unknown_fields)]
+struct PromptsFields {
+    model: String,
+    query: String,
+    document: String,
+}
+
+/// From an object alone: serde's derive also takes a list for a struct, by position, and
+/// `["search_query: ", "search_document: "]` became the prompts of a model named
+/// "search_query: ", with the document prompt as the query's.
+impl<'de> Deserialize<'de> for EmbeddingPrompts {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> serde::de::Visitor<'de> for Object {
+            type Value = PromptsFields;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of model, query and document")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<PromptsFields, A::Error> {
+                PromptsFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        let f = d.deserialize_map(Object)?;
+        Ok(EmbeddingPrompts {
+            model: f.model,
+            query: f.query,
+            document: f.document,
+        })
+    }
 }
 
 /// Whether the app serves the model in use over the OpenAI API, and where.
@@ -417,6 +451,30 @@ mod tests {
         .unwrap();
         let e = Settings::load(&home).unwrap_err().to_string();
         assert!(e.contains("qurey"), "{e}");
+        // A list was taken by position: model "search_query: ", query "search_document: ".
+        std::fs::write(
+            Settings::path(&home),
+            r#"{"embedding_prompts": ["search_query: ", "search_document: "]}"#,
+        )
+        .unwrap();
+        let e = Settings::load(&home).unwrap_err().to_string();
+        assert!(
+            e.contains(SETTINGS_FILE) && e.contains("an object of model, query and document"),
+            "{e}"
+        );
+        // An object, and none, still load.
+        std::fs::write(
+            Settings::path(&home),
+            r#"{"embedding_prompts": {"model": "m.gguf", "query": "q: "}}"#,
+        )
+        .unwrap();
+        let p = Settings::load(&home).unwrap().embedding_prompts.unwrap();
+        assert_eq!(
+            (p.model.as_str(), p.query.as_str(), p.document.as_str()),
+            ("m.gguf", "q: ", "")
+        );
+        std::fs::write(Settings::path(&home), r#"{"embedding_prompts": null}"#).unwrap();
+        assert_eq!(Settings::load(&home).unwrap().embedding_prompts, None);
     }
 
     #[test]
