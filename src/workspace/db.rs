@@ -376,6 +376,13 @@ const MIGRATIONS: &[&str] = &[
         hash BLOB NOT NULL
     );
     "#,
+    // 12: how many rows hold each term in each column, so that search can tell a name written
+    // as one word in the text (`.agignore`, `-debuglogfile`) from the joined form of an
+    // identifier's parts the index adds to the `terms` column (`compressed_gzip`), whose
+    // parts match already (`search::compound`).
+    r#"
+    CREATE VIRTUAL TABLE docs_vocab_col USING fts5vocab(docs_fts, 'col');
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).

@@ -459,3 +459,83 @@ fn one_commit_workspace(
     ws.index_repo(name, &mut |_| {}).unwrap();
     ws
 }
+
+/// Issue 18: names written as one word (`.agignore`, `-debuglogfile`) were found by no search
+/// in words, where people ask for "the ignore files of ag" or "the debug log file": the index
+/// holds such a name whole, and its parts match nothing. A name of the workspace's text made
+/// of the query's words is searched for beside them, and said; the joined parts of an
+/// identifier (`BinaryDetection`, which its parts find already) and names with a stop word in
+/// them ("filesthat", a typo) are not.
+#[test]
+fn names_written_as_one_word_are_found_from_their_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = one_commit_workspace(
+        dir.path(),
+        "names",
+        &[
+            (
+                "src/ignore.rs".into(),
+                "// Reads the .agignore of each folder too.\npub fn names() {}\n".into(),
+            ),
+            (
+                "src/log.rs".into(),
+                "// Opens the file the -debuglogfile option gives.\npub fn open() {}\n".into(),
+            ),
+            (
+                "src/binary.rs".into(),
+                "pub struct BinaryDetection;\n// BinaryDetection quits at a NUL.\n".into(),
+            ),
+            (
+                "src/other.rs".into(),
+                "// Skips hidden files and folders; filesthat are ignored.\npub fn walk() {}\n"
+                    .into(),
+            ),
+        ],
+        "Names",
+    );
+    let find = |text: &str| {
+        let page = ws
+            .search(&SearchQuery {
+                text: text.into(),
+                mode: burrow::workspace::SearchMode::Words,
+                kinds: vec![Kind::Code],
+                limit: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        let paths: Vec<String> = page.hits.iter().filter_map(|h| h.path.clone()).collect();
+        (paths, page.note.unwrap_or_default())
+    };
+    let (paths, note) = find("which file lists the ignore rules of ag");
+    assert_eq!(
+        paths.first().map(String::as_str),
+        Some("src/ignore.rs"),
+        "{paths:?}"
+    );
+    assert!(note.contains("agignore for ag + ignore"), "{note}");
+    // Stemmed as a whole ("debuglogfil"), found from the words as typed.
+    let (paths, note) = find("where is the debug log file opened");
+    assert_eq!(
+        paths.first().map(String::as_str),
+        Some("src/log.rs"),
+        "{paths:?}"
+    );
+    assert!(
+        note.contains("debuglogfile for debug + log + file"),
+        "{note}"
+    );
+    // An identifier's parts find it already: nothing is added for it.
+    let (paths, note) = find("detection of binary data");
+    assert_eq!(
+        paths.first().map(String::as_str),
+        Some("src/binary.rs"),
+        "{paths:?}"
+    );
+    assert!(!note.contains("binarydetection"), "{note}");
+    // A typo joined to a stop word is no name.
+    let (_, note) = find("files that are hidden");
+    assert!(!note.contains("filesthat"), "{note}");
+    // Words in no name add nothing.
+    let (_, note) = find("hidden folders");
+    assert!(!note.contains("one word"), "{note}");
+}

@@ -7,6 +7,7 @@
 //! matches to rank (so that no search ranks too many), `sql` runs the counting and ranking
 //! statements, and `snippet` locates and marks the words in each hit's text.
 
+mod compound;
 mod intent;
 mod plan;
 pub(crate) mod query;
@@ -984,6 +985,8 @@ impl Workspace {
         let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
         let also = Self::abbreviated(&conn, &mut cache, &q.text, &mut clauses)?;
         let cut = join_notes(also, cut);
+        let joined = Self::compounded(&conn, &mut cache, &q.text, &mut clauses)?;
+        let cut = join_notes(joined, cut);
         let post = PostFilter::from_query(q);
         let window = self.rank_rows.load(std::sync::atomic::Ordering::Relaxed);
         let planned = plan(&conn, &clauses, &facets, &post, window, &mut || {
@@ -1112,6 +1115,41 @@ impl Workspace {
         Ok((!said.is_empty()).then(|| {
             format!(
                 "also searched for {} (abbreviations this workspace defines)",
+                said.join(", ")
+            )
+        }))
+    }
+
+    /// Adds to `clauses` the workspace's names written as one word from the query's words
+    /// (`compound::compounds`), and says so.
+    fn compounded(
+        conn: &rusqlite::Connection,
+        cache: &mut plan::PhraseRows,
+        text: &str,
+        clauses: &mut Vec<Clause>,
+    ) -> Result<Option<String>, WorkspaceError> {
+        let common = (cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS);
+        let mut said: Vec<String> = Vec::new();
+        for c in compound::compounds(conn, cache, text, common)? {
+            let quoted = format!("\"{}\"", c.joined);
+            if clauses
+                .iter()
+                .any(|cl| cl.phrases.iter().any(|p| p.quoted == quoted))
+            {
+                continue;
+            }
+            said.push(format!("{} for {}", c.joined, c.parts.join(" + ")));
+            clauses.push(Clause {
+                word: quoted.clone(),
+                phrases: vec![Phrase {
+                    quoted,
+                    rows: c.rows,
+                }],
+            });
+        }
+        Ok((!said.is_empty()).then(|| {
+            format!(
+                "also searched for {} (names this workspace writes as one word)",
                 said.join(", ")
             )
         }))
