@@ -504,9 +504,16 @@ fn names_written_as_one_word_are_found_from_their_words() {
             })
             .unwrap();
         let paths: Vec<String> = page.hits.iter().filter_map(|h| h.path.clone()).collect();
-        (paths, page.note.unwrap_or_default())
+        let first = page
+            .hits
+            .first()
+            .map(|h| h.snippet.clone())
+            .unwrap_or_default();
+        (paths, format!("{}\n{first}", page.note.unwrap_or_default()))
     };
     let (paths, note) = find("which file lists the ignore rules of ag");
+    // Shown where it matched, as the words typed are.
+    assert!(note.contains("«agignore»"), "{note}");
     assert_eq!(
         paths.first().map(String::as_str),
         Some("src/ignore.rs"),

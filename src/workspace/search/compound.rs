@@ -6,6 +6,7 @@
 //! searched for beside the words typed, as an abbreviation is.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use rusqlite::Connection;
 
@@ -50,6 +51,20 @@ const MAX_CHECKED: usize = 256;
 /// a stop word: "bitcointhe" is a typo, "into" a word), held by `common` rows at most; those
 /// of the most parts, then the rarest, first.
 pub(super) fn compounds(
+    conn: &Connection,
+    cache: &mut PhraseRows,
+    text: &str,
+    common: f64,
+) -> Result<Arc<Vec<Compound>>, WorkspaceError> {
+    if let Some(found) = cache.compounds_of(conn, text)? {
+        return Ok(found);
+    }
+    let found = Arc::new(find(conn, cache, text, common)?);
+    cache.keep_compounds(text, Arc::clone(&found));
+    Ok(found)
+}
+
+fn find(
     conn: &Connection,
     cache: &mut PhraseRows,
     text: &str,

@@ -848,14 +848,18 @@ impl Workspace {
         note: Option<String>,
     ) -> Result<SearchPage, WorkspaceError> {
         // What the query also searched for is shown where it matched, as the words typed are.
-        let added = {
+        let (added, joined) = {
             let conn = self.conn();
             let mut cache = self.phrase_rows.lock().unwrap_or_else(|e| e.into_inner());
-            Self::abbreviations_for(&conn, &mut cache, &q.text)?
+            (
+                Self::abbreviations_for(&conn, &mut cache, &q.text)?,
+                Self::compounds_for(&conn, &mut cache, &q.text)?,
+            )
         };
         let needles = needles(
             &std::iter::once(q.text.as_str())
                 .chain(added.iter().map(|a| a.added.as_str()))
+                .chain(joined.iter().map(|c| c.joined.as_str()))
                 .collect::<Vec<_>>()
                 .join(" "),
         );
@@ -1120,6 +1124,17 @@ impl Workspace {
         }))
     }
 
+    /// The workspace's names written as one word from the words of `text`
+    /// (`compound::compounds`), as common as an abbreviation searched for may be.
+    fn compounds_for(
+        conn: &rusqlite::Connection,
+        cache: &mut plan::PhraseRows,
+        text: &str,
+    ) -> Result<std::sync::Arc<Vec<compound::Compound>>, WorkspaceError> {
+        let common = (cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS);
+        compound::compounds(conn, cache, text, common)
+    }
+
     /// Adds to `clauses` the workspace's names written as one word from the query's words
     /// (`compound::compounds`), and says so.
     fn compounded(
@@ -1128,9 +1143,8 @@ impl Workspace {
         text: &str,
         clauses: &mut Vec<Clause>,
     ) -> Result<Option<String>, WorkspaceError> {
-        let common = (cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS);
         let mut said: Vec<String> = Vec::new();
-        for c in compound::compounds(conn, cache, text, common)? {
+        for c in Self::compounds_for(conn, cache, text)?.iter() {
             let quoted = format!("\"{}\"", c.joined);
             if clauses
                 .iter()

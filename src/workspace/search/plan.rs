@@ -146,6 +146,9 @@ pub(crate) struct PhraseRows {
     units: Option<f64>,
     /// The abbreviations the units define.
     abbreviations: Option<Arc<Abbreviations>>,
+    /// The last query's names written as one word (`compound::compounds`): its ranking and
+    /// its page's snippets both ask, and the search box asks again as typing pauses.
+    compounds: Option<(String, Arc<Vec<super::compound::Compound>>)>,
 }
 
 /// The abbreviations the workspace's units define (`text::abbreviations`), both ways.
@@ -176,6 +179,7 @@ impl PhraseRows {
             self.facets.clear();
             self.units = None;
             self.abbreviations = None;
+            self.compounds = None;
             self.stamp = stamp;
         }
         Ok(())
@@ -233,6 +237,28 @@ impl PhraseRows {
         let a = Arc::new(a);
         self.abbreviations = Some(Arc::clone(&a));
         Ok(a)
+    }
+
+    /// The names written as one word found for `text` last, if it was the last query.
+    pub(super) fn compounds_of(
+        &mut self,
+        conn: &Connection,
+        text: &str,
+    ) -> Result<Option<Arc<Vec<super::compound::Compound>>>, WorkspaceError> {
+        self.check(conn)?;
+        Ok(self
+            .compounds
+            .as_ref()
+            .filter(|(t, _)| t == text)
+            .map(|(_, c)| Arc::clone(c)))
+    }
+
+    pub(super) fn keep_compounds(
+        &mut self,
+        text: &str,
+        found: Arc<Vec<super::compound::Compound>>,
+    ) {
+        self.compounds = Some((text.to_string(), found));
     }
 
     /// How many units the index holds.
