@@ -9,7 +9,10 @@
 // threads that spin while they wait: OMP_WAIT_POLICY=ACTIVE), app-passive (that sleep: PASSIVE),
 // app-spincount (OpenMP's threads spin a shorter while before they sleep:
 // GOMP_SPINCOUNT=BENCH_SPINCOUNT, default 10000; libgomp's default is 300000), app-1t (one engine
-// thread fewer), app-nice (the webview's threads at nice 10), app-nocomp (WebKit's accelerated
+// thread fewer), app-nice (the webview's threads at nice 10), app-idle (the webview's threads
+// scheduled only when a core is idle: SCHED_IDLE, which a waking model thread preempts),
+// app-batch (the webview's threads never preempt a running thread when they wake: SCHED_BATCH),
+// app-nocomp (WebKit's accelerated
 // compositing off: WEBKIT_DISABLE_COMPOSITING_MODE=1, the page drawn without GL, here llvmpipe),
 // app-still (no CSS animation or transition in the page), app-quiet (this script looks at the page
 // every 2 s rather than every 150 ms while the run goes on: its own polling costs the webview and
@@ -80,14 +83,26 @@ async function runApp(variant) {
     const s = await openSession(driver, APP, ["--home", home, "--no-workspace", "--model", MODEL]);
     try {
       await s.until("the model", "const p = document.querySelector('#current-model'); return p ? p.textContent : null;", [], 120_000);
-      if (variant === "app-nice") reniceWebview(10);
+      if (variant === "app-nice") reniceWebview(["renice", "-n", "10", "-p"]);
+      if (variant === "app-idle") reniceWebview(["chrt", "--idle", "-a", "-p", "0"]);
+      if (variant === "app-batch") reniceWebview(["chrt", "--batch", "-a", "-p", "0"]);
       if (variant === "app-still") await s.exec(STILL);
+      await s.exec(WATCH_UPDATES);
       const before = cpuSeconds();
       const t0 = Date.now();
       await s.keys("#task", `${TASK}\uE007`);
+      // Again once the run is going: WebKit may have started another web process meanwhile
+      // (the first call alone took effect in one run of three).
+      if (variant === "app-idle" || variant === "app-batch") {
+        await sleep(1000);
+        reniceWebview(["chrt", variant === "app-idle" ? "--idle" : "--batch", "-a", "-p", "0"]);
+      }
       await s.until("the run to end", "const b = document.querySelector('.run-meta .badge'); return b && b.textContent !== 'Running' ? b.textContent : null;", [], 900_000, variant === "app-quiet" ? 2000 : 150);
       const after = cpuSeconds();
       const wall = (Date.now() - t0) / 1000;
+      const gaps = updateGaps(await s.exec("return window.__updates ?? [];"));
+      (updateShares[variant] ??= []).push(gaps);
+      log(`${variant}: the page's text changed ${gaps.n} times; between changes p50 ${gaps.p50} ms, p95 ${gaps.p95} ms, max ${gaps.max} ms`);
       const used = Object.fromEntries(Object.keys(after).map((k) => [k, (after[k] - (before[k] ?? 0)) / wall]));
       (cpuShares[variant] ??= []).push(used);
       log(`${variant}: cores busy during the run: ${Object.entries(used).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(", ")}`);
@@ -110,20 +125,35 @@ async function runApp(variant) {
 }
 
 const cpuShares = {};
+const updateShares = {};
+
+/// Records when the page's text changes (a token drawn, a step added), to see whether the
+/// window still shows the stream as it comes: the times, in ms, in `window.__updates`.
+const WATCH_UPDATES =
+  "window.__updates = []; new MutationObserver(() => window.__updates.push(Date.now())).observe(document.body, { subtree: true, childList: true, characterData: true });";
+
+/// Intervals between the page's changes while the run went on: how often the user saw the
+/// stream move.
+function updateGaps(times) {
+  const gaps = times.slice(1).map((t, i) => t - times[i]).filter((g) => g > 0).sort((a, b) => a - b);
+  const at = (q) => (gaps.length ? gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] : NaN);
+  return { n: times.length, p50: at(0.5), p95: at(0.95), max: gaps.length ? gaps[gaps.length - 1] : NaN };
+}
 
 /// The app-still variant: no CSS animation or transition runs in the page (the streaming step's
 /// blinking caret among them), to measure what they take from the model's cores.
 const STILL =
   "const st = document.createElement('style'); st.textContent = '*, *::before, *::after { animation: none !important; transition: none !important; }'; document.head.append(st);";
 
-/// Lowers the priority of every thread of the webview's processes (an experiment: the page
-/// then preempts the model's threads less often).
-function reniceWebview(n) {
+/// Lowers the priority of every thread of the webview's processes with `command` (renice or
+/// chrt; an experiment: the page then preempts the model's threads less often).
+function reniceWebview(command) {
   for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("WebKit")) continue;
       const tids = readdirSync(`/proc/${pid}/task`);
-      execFileSync("renice", ["-n", String(n), "-p", ...tids], { stdio: "ignore" });
+      if (command[0] === "chrt") execFileSync(command[0], [...command.slice(1), pid], { stdio: "ignore" });
+      else execFileSync(command[0], [...command.slice(1), ...tids], { stdio: "ignore" });
     } catch {
       // gone
     }
@@ -209,7 +239,7 @@ try {
     table.push(row);
   }
   mkdirSync(OUT, { recursive: true });
-  writeFileSync(join(OUT, "decode.json"), JSON.stringify({ model: MODEL, steps: STEPS, rounds: ROUNDS, results, table, cpuShares }, null, 2));
+  writeFileSync(join(OUT, "decode.json"), JSON.stringify({ model: MODEL, steps: STEPS, rounds: ROUNDS, results, table, cpuShares, updateShares }, null, 2));
   console.log(`# decode tok/s per step, medians of ${ROUNDS} rounds (prompt tokens in brackets); ratio to cli`);
   console.log(["step", ...VARIANTS].map((c) => c.padStart(18)).join(""));
   for (const row of table) {
