@@ -82,8 +82,8 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
     drop(ws);
 
     // Opening applied the migrations after 3 (issue 18: vectors and links, the triggers that
-    // count changes to the vectors and to the units, the abbreviations the units define, and
-    // the set another embedding model's vectors are made in)
+    // count changes to the vectors and to the units, the abbreviations the units define, the
+    // set another embedding model's vectors are made in, and the vocabulary by column)
     // and changed
     // nothing else: every object of the old schema is as it was, but `issues`, which gained
     // two columns, and `docs`, which gained one (a code unit's role in its file).
@@ -112,6 +112,7 @@ fn a_database_written_by_the_release_before_the_run_store_opens_unchanged() {
             "abbreviations",
             "doc_vectors",
             "docs_changes",
+            "docs_vocab_col",
             "embedding_model",
             "links",
             "next_doc_vectors",
