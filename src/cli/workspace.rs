@@ -219,9 +219,8 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                 );
                 if report.unembeddable > 0 {
                     println!(
-                        "note: {} units were left without a vector: the model gave their text \
-                         one that is not a number (NaN or infinite); the next pass tries them \
-                         again",
+                        "note: {} units have no vector: the model gives their text one that is \
+                         not a number (NaN or infinite); its passes leave those texts out",
                         report.unembeddable
                     );
                 }

@@ -64,7 +64,7 @@ const PAGE: usize = 64;
 /// How an embedding pass is going.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct EmbedProgress {
-    /// Units with a vector of this model, of all units.
+    /// Units this model's pass has done (given a vector, or found to have none), of all units.
     pub done: usize,
     pub total: usize,
 }
@@ -80,8 +80,9 @@ pub struct EmbedReport {
     /// The model the vectors were made with before, when it was another one (this one's, a
     /// vector for every unit, replaced them at the end of the pass).
     pub replaced_model: Option<String>,
-    /// Units left without a vector: the model gave their text one that is not a number
-    /// throughout (NaN or infinite). The next pass tries them again.
+    /// Units without a vector because the model gives their text one that is not a number
+    /// throughout (NaN or infinite), now that the pass is over: this model's passes do not try
+    /// those texts again (another text, or another model, is embedded).
     pub unembeddable: usize,
 }
 
@@ -204,27 +205,29 @@ impl Workspace {
             };
             after = last.0;
             let hashes: Vec<Vec<u8>> = page.iter().map(|(_, t)| text_hash(t)).collect();
-            let mut known = Vec::with_capacity(page.len());
+            // Whether each text has its vector already, and whether that is one (an empty one
+            // records that the model gives this text none).
+            let mut known: Vec<Option<bool>> = Vec::with_capacity(page.len());
             {
                 let mut st = conn
                     .prepare_cached(&format!(
-                        "SELECT 1 FROM {} WHERE hash = ?1",
+                        "SELECT length(vec) > 0 FROM {} WHERE hash = ?1",
                         target.vectors()
                     ))
                     .map_err(db_err("looking up vectors"))?;
                 for h in &hashes {
                     let found = st
-                        .query_row([h], |_| Ok(()))
+                        .query_row([h], |r| r.get(0))
                         .optional()
                         .map_err(db_err("looking up vectors"))?;
-                    known.push(found.is_some());
+                    known.push(found);
                 }
             }
             // The same new text twice in a page is embedded once.
             let mut fresh: HashMap<&[u8], usize> = HashMap::new();
             let mut texts = Vec::new();
             for (i, ((_, text), h)) in page.iter().zip(&hashes).enumerate() {
-                if !known[i] && !fresh.contains_key(h.as_slice()) {
+                if known[i].is_none() && !fresh.contains_key(h.as_slice()) {
                     fresh.insert(h.as_slice(), texts.len());
                     texts.push(text.as_str());
                 }
@@ -242,10 +245,11 @@ impl Workspace {
                 )));
             }
             // A vector that is not a number throughout (NaN or infinite) ranks nothing, and
-            // stored it would take a good one's place. A model that gives one for a few
-            // texts (an f16 overflow) leaves those units without a vector, to be tried again
-            // by the next pass; one that has given nothing else, in this pass or before, is
-            // damaged, and the pass stops.
+            // stored it would take a good one's place. A model that gives one for a few texts
+            // (an f16 overflow, which the same text and model give again) leaves those units
+            // without a vector: an empty one is stored for the text, which the vector index
+            // skips and no pass of this model embeds again. One that has given nothing else,
+            // in this pass or before, is damaged, and the pass stops.
             let unusable: HashSet<usize> = vectors
                 .iter()
                 .enumerate()
@@ -290,11 +294,13 @@ impl Workspace {
                     ))
                     .map_err(db_err("saving vectors"))?;
                 for (h, at) in &fresh {
-                    if unusable.contains(at) {
-                        continue;
-                    }
+                    let vec = if unusable.contains(at) {
+                        Vec::new()
+                    } else {
+                        to_blob(&vectors[*at])
+                    };
                     put_vec
-                        .execute(params![h, to_blob(&vectors[*at])])
+                        .execute(params![h, vec])
                         .map_err(db_err("saving vectors"))?;
                 }
                 // A unit the indexer removed meanwhile gets no vector; nor does one whose
@@ -331,19 +337,22 @@ impl Workspace {
                 }
             }
             tx.commit().map_err(db_err("saving vectors"))?;
-            let left = hashes
+            // Units of texts the model gives no vector: found now, or before.
+            let none: Vec<bool> = hashes
                 .iter()
-                .filter(|h| {
-                    fresh
+                .zip(&known)
+                .map(|(h, k)| match k {
+                    Some(usable) => !usable,
+                    None => fresh
                         .get(h.as_slice())
-                        .is_some_and(|at| unusable.contains(at))
+                        .is_some_and(|at| unusable.contains(at)),
                 })
-                .count();
-            report.unembeddable += left;
-            let page_len = page.len() - left;
-            report.embedded += page_len;
-            report.reused += page_len - (fresh.len() - unusable.len());
-            done += page_len;
+                .collect();
+            let embedded = none.iter().filter(|n| !**n).count();
+            report.embedded += embedded;
+            // Units given a vector made before (the same text elsewhere, or earlier in the page).
+            report.reused += embedded - (fresh.len() - unusable.len());
+            done += page.len();
             on_progress(EmbedProgress {
                 done: done.min(report.total),
                 total: report.total,
@@ -352,6 +361,14 @@ impl Workspace {
         if target == Target::Next {
             swap_in(&mut conn, &name, dim, fingerprint.as_deref())?;
         }
+        report.unembeddable = conn
+            .query_row(
+                "SELECT count(*) FROM doc_vectors dv JOIN vectors v ON v.hash = dv.hash
+                 WHERE length(v.vec) = 0",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(db_err("counting vectors"))? as usize;
         // Vectors no unit uses any more (their text changed, or the unit went).
         conn.execute(
             "DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM doc_vectors)",
@@ -471,8 +488,14 @@ impl Workspace {
         let Some((name, dim)) = model else {
             return Ok(None);
         };
+        // Not the units whose text the model gives no vector (an empty one).
         let n: i64 = conn
-            .query_row("SELECT count(*) FROM doc_vectors", [], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM doc_vectors dv JOIN vectors v ON v.hash = dv.hash
+                 WHERE length(v.vec) > 0",
+                [],
+                |r| r.get(0),
+            )
             .map_err(db_err("counting vectors"))?;
         Ok(Some((name, dim as usize, n as usize)))
     }

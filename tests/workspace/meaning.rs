@@ -241,8 +241,9 @@ fn meaning_finds_what_words_miss_and_hybrid_keeps_both() {
 /// A model that gave a vector of NaN for one text (an f16 overflow) failed its whole page and
 /// stopped the pass, so no unit after it was ever embedded; given to the pass as numbers, such
 /// a vector would have been stored and ranked at random. Now that unit alone is left without
-/// a vector, said in the report, and the next pass tries it again; a model that gives nothing
-/// but NaN still stops the pass, storing nothing.
+/// a vector, said in the report, and the model's passes do not embed that text again (it
+/// gives the same NaN); its unit is embedded once its text changes. A switch to another model
+/// counts it once. A model that gives nothing but NaN still stops the pass, storing nothing.
 #[test]
 fn a_text_the_model_gives_no_number_for_is_left_out_not_the_pass() {
     let dir = tempfile::tempdir().unwrap();
@@ -250,27 +251,49 @@ fn a_text_the_model_gives_no_number_for_is_left_out_not_the_pass() {
     import(&ws, dir.path(), ITEMS);
     let mut e = Synonyms::new("synonyms", 64);
     e.nan_for = Some("recieve");
-    let report = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    let mut progress = Vec::new();
+    let report = ws.embed_pending(&mut e, &mut |p| progress.push(p)).unwrap();
     assert_eq!(
         (report.embedded, report.unembeddable, report.total),
         (3, 1, 4),
         "{report:?}"
     );
+    // The pass went through every unit.
+    assert_eq!(progress.last().map(|p| (p.done, p.total)), Some((4, 4)));
     assert_eq!(ws.vectors_status().unwrap().map(|(_, _, n)| n), Some(3));
     // Searches by meaning rank the others, and never the unit with no vector.
     let found = numbers(&ws, &e, "crash", SearchMode::Meaning, &[]);
     assert_eq!(found.first(), Some(&1), "{found:?}");
     assert!(!found.contains(&2), "{found:?}");
-    // The next pass tries that text again, and only it.
+    // The next pass of this model does not run it on that text again, and still says so.
     let before = e.texts;
     let again = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
     assert_eq!((again.embedded, again.unembeddable), (0, 1));
-    assert_eq!(e.texts, before + 1);
-    // Once the model gives it a number, it has its vector.
-    e.nan_for = None;
+    assert_eq!(e.texts, before);
+    // Its text changed, the unit is embedded.
+    let mut changed = ITEMS.to_vec();
+    changed[1] = (2, "Settings dialog typo", "The word is misspelled.", false);
+    import(&ws, dir.path(), &changed);
     let last = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
-    assert_eq!((last.embedded, last.unembeddable), (1, 0));
+    assert_eq!(last.unembeddable, 0, "{last:?}");
+    assert_eq!(e.texts, before + 1);
     assert_eq!(ws.vectors_status().unwrap().map(|(_, _, n)| n), Some(4));
+    // Another model that gives no vector for one text, switched to: counted once, though its
+    // set is swept twice before it takes the old one's place.
+    let mut other = Synonyms::new("other", 64);
+    other.nan_for = Some("peers");
+    let switched = ws.embed_pending(&mut other, &mut |_| {}).unwrap();
+    assert_eq!(
+        (switched.embedded, switched.unembeddable),
+        (3, 1),
+        "{switched:?}"
+    );
+    assert_eq!(
+        ws.vectors_status()
+            .unwrap()
+            .map(|(n, _, c)| (n.starts_with("other"), c)),
+        Some((true, 3))
+    );
 
     // A model that gives NaN for everything stops the pass, saying why, and stores nothing.
     let other = tempfile::tempdir().unwrap();

@@ -71,7 +71,7 @@ export interface EmbedView {
   total: number;
   state: "embedding" | "done" | "failed";
   error: string | null;
-  /// Units the last pass left without a vector (the model gave no number for their text).
+  /// Units without a vector when the last pass ended (the model gives their text NaN).
   left: number;
 }
 

@@ -198,7 +198,7 @@ export interface EmbedReport {
   reused: number;
   total: number;
   replaced_model: string | null;
-  /// Units left without a vector: the model gave their text one that is not a number (NaN).
+  /// Units without a vector: the model gives their text one that is not a number (NaN).
   unembeddable: number;
 }
 

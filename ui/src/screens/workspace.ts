@@ -65,7 +65,7 @@ export function renderEmbedding(): void {
               e.state === "embedding"
                 ? ` ${e.model}: ${e.done}/${e.total} units embedded`
                 : e.state === "done" && e.left > 0
-                  ? ` ${e.model}: ${e.done}/${e.total} units embedded; ${e.left} left without a vector (the model gave no number for their text; the next pass tries them again)`
+                  ? ` ${e.model}: ${e.done}/${e.total} units embedded; ${e.left} without a vector (the model gives their text none that is a number: NaN)`
                   : e.state === "done"
                     ? ` ${e.model}: all ${e.total} units embedded`
                   : " off: searches rank by words",
