@@ -38,6 +38,10 @@ const MAX_PARTS: usize = 200;
 /// A common start ("set") begins a few hundred terms in a large workspace.
 const MAX_TERMS_READ: usize = 2_000;
 
+/// Rows of the vocabulary read at most for one query (a term has one per column it is in):
+/// a pasted paragraph of short common words costs no more than this.
+const MAX_ROWS_READ: usize = 8_000;
+
 /// The longest name considered, in bytes.
 const MAX_NAME: usize = 48;
 
@@ -59,8 +63,13 @@ pub(super) fn compounds(
     if let Some(found) = cache.compounds_of(conn, text)? {
         return Ok(found);
     }
+    let stamp = cache.stamp();
     let found = Arc::new(find(conn, cache, text, common)?);
-    cache.keep_compounds(text, Arc::clone(&found));
+    // Kept only for the units they were found among: an index change meanwhile moved the
+    // cache on, and these may be of the vocabulary before it.
+    if cache.stamp() == stamp {
+        cache.keep_compounds(text, Arc::clone(&found));
+    }
     Ok(found)
 }
 
@@ -86,19 +95,26 @@ fn find(
     let mut found: Vec<Compound> = Vec::new();
     let mut done: HashSet<String> = HashSet::new();
     let mut checked = 0;
+    let mut read = 0;
     // Names written as one word in the text: a term the `terms` column holds in as many rows
     // is mostly an identifier's parts joined (`BinaryDetection`, `compressed_gzip`), and
     // those parts match already.
     let mut st = conn
-        .prepare_cached("SELECT term, col, doc FROM docs_vocab_col WHERE term > ?1")
+        .prepare_cached("SELECT term, col, doc FROM docs_vocab_col WHERE term >= ?1")
         .map_err(db_err("reading the vocabulary"))?;
-    for start in parts.iter().take(MAX_STARTS) {
+    'starts: for start in parts.iter().take(MAX_STARTS) {
         let mut terms: Vec<(String, i64, i64)> = Vec::new();
         {
+            // From just past the word itself: the vocabulary counts each term's rows as it
+            // reads it, and the word is usually the most common term that begins so.
             let mut rows = st
-                .query([start])
+                .query([format!("{start}\u{1}")])
                 .map_err(db_err("reading the vocabulary"))?;
             while let Some(row) = rows.next().map_err(db_err("reading the vocabulary"))? {
+                read += 1;
+                if read > MAX_ROWS_READ {
+                    break;
+                }
                 let term: String = row.get(0).map_err(db_err("reading the vocabulary"))?;
                 if !term.starts_with(start.as_str()) {
                     break;
@@ -131,7 +147,7 @@ fn find(
             }
             for (joined, made_of) in spellings(&term, &parts) {
                 if checked == MAX_CHECKED {
-                    break;
+                    break 'starts;
                 }
                 checked += 1;
                 // The index stems a name as a whole ("debuglogfile": "debuglogfil"), so the

@@ -848,7 +848,10 @@ impl Workspace {
         note: Option<String>,
     ) -> Result<SearchPage, WorkspaceError> {
         // What the query also searched for is shown where it matched, as the words typed are.
-        let (added, joined) = {
+        // A search by meaning alone searched for nothing more.
+        let (added, joined) = if q.mode == SearchMode::Meaning {
+            (Vec::new(), std::sync::Arc::new(Vec::new()))
+        } else {
             let conn = self.conn();
             let mut cache = self.phrase_rows.lock().unwrap_or_else(|e| e.into_inner());
             (
@@ -983,7 +986,11 @@ impl Workspace {
                     quoted: format!("\"{p}\""),
                 });
             }
-            clauses.push(Clause { word, phrases: ps });
+            clauses.push(Clause {
+                word,
+                phrases: ps,
+                added: false,
+            });
         }
         // Cut to the words typed first: what is added for them never displaces one.
         let cut = cut_to_rarest(&mut clauses, MAX_QUERY_WORDS);
@@ -1114,6 +1121,7 @@ impl Workspace {
                     quoted: format!("\"{}\"", a.added),
                     rows: a.rows,
                 }],
+                added: true,
             });
         }
         Ok((!said.is_empty()).then(|| {
@@ -1159,6 +1167,7 @@ impl Workspace {
                     quoted,
                     rows: c.rows,
                 }],
+                added: true,
             });
         }
         Ok((!said.is_empty()).then(|| {
@@ -1844,6 +1853,30 @@ mod tests {
         assert_eq!(page.note, None);
         assert_eq!(page.hits.len(), 10);
         assert!(numbers(&page).iter().all(|&n| n % 10 == 6), "{page:?}");
+    }
+
+    /// What a search adds to the words typed (a name written as one word from them, an
+    /// abbreviation) is ranked, but never alone decides which rows are: where every word typed
+    /// is in too many rows, the rarest rows were those of the added name, and the page held
+    /// its one issue only (found in review).
+    #[test]
+    fn an_added_name_never_alone_narrows_what_is_ranked() {
+        let (_dir, ws) = imported_with(|i| {
+            if i == 5 {
+                "wallet sync, see walletsync"
+            } else {
+                "wallet sync"
+            }
+        });
+        ws.rank_rows.store(20, std::sync::atomic::Ordering::Relaxed);
+        let page = ws.search(&query("wallet sync")).unwrap();
+        let note = page.note.clone().unwrap_or_default();
+        assert!(note.contains("walletsync for wallet + sync"), "{note}");
+        assert_eq!(page.hits.len(), 10, "{note}");
+        assert!(note.contains("newest 20"), "{note}");
+        // Beside a rare word typed, it narrows too: its rows are ranked with that word's.
+        let page = ws.search(&query("wallet sync report 5")).unwrap();
+        assert_eq!(numbers(&page).first(), Some(&5), "{:?}", page.note);
     }
 
     /// Issues numbered 1..=60 whose bodies hold the words `words(i)` gives each.

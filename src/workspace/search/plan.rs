@@ -253,6 +253,11 @@ impl PhraseRows {
             .map(|(_, c)| Arc::clone(c)))
     }
 
+    /// The state of the units what is cached holds for.
+    pub(super) fn stamp(&self) -> i64 {
+        self.stamp
+    }
+
     pub(super) fn keep_compounds(
         &mut self,
         text: &str,
@@ -369,16 +374,14 @@ pub(super) fn plan(
 
     let mut by_rows = all.clone();
     by_rows.sort_by(|a, b| a.rows().total_cmp(&b.rows()));
-    let mut rare: Vec<&Clause> = Vec::new();
-    let mut total = 0.0;
-    for c in &by_rows {
-        if total + c.rows() > window as f64 {
-            break;
-        }
-        total += c.rows();
-        rare.push(c);
+    let mut rare = rarest(&by_rows, window);
+    // What was added to the words typed narrows beside one of them, never alone: a query of
+    // common words would otherwise rank only the rows of a name it never typed.
+    let typed: Vec<&Clause> = by_rows.iter().copied().filter(|c| !c.added).collect();
+    if rare.iter().all(|c| c.added) {
+        rare = rarest(&typed, window);
     }
-    let common: Vec<String> = by_rows
+    let common: Vec<String> = typed
         .iter()
         .filter(|c| !rare.contains(c))
         .map(|c| c.word.clone())
@@ -393,9 +396,9 @@ pub(super) fn plan(
             scored: None,
         });
     }
-    if all.len() > 1 {
+    if typed.len() > 1 {
         return Ok(Planned {
-            expr: Expr::new(&all, " AND ", facets),
+            expr: Expr::new(&typed, " AND ", facets),
             scope: Scope::Every { common },
             scored: None,
         });
@@ -405,6 +408,20 @@ pub(super) fn plan(
         scope: Scope::Newest { common },
         scored: None,
     })
+}
+
+/// The rarest of `clauses` (ordered by their rows) whose rows together fit in `window`.
+fn rarest<'a>(clauses: &[&'a Clause], window: usize) -> Vec<&'a Clause> {
+    let mut rare = Vec::new();
+    let mut total = 0.0;
+    for c in clauses {
+        if total + c.rows() > window as f64 {
+            break;
+        }
+        total += c.rows();
+        rare.push(*c);
+    }
+    rare
 }
 
 /// What `plan` chose to rank, and the matches it scored on the way, if it did.
@@ -447,6 +464,7 @@ mod tests {
                 quoted: format!("\"{word}\""),
                 rows,
             }],
+            added: false,
         }
     }
 

@@ -23,6 +23,9 @@ pub(super) struct Phrase {
 pub(super) struct Clause {
     pub(super) word: String,
     pub(super) phrases: Vec<Phrase>,
+    /// Searched for beside the words typed (an abbreviation, a name written as one word),
+    /// not typed: it ranks, but never alone decides which rows are ranked.
+    pub(super) added: bool,
 }
 
 impl Clause {
