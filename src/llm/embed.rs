@@ -482,10 +482,39 @@ pub fn is_number(v: &[f32]) -> bool {
 
 /// Scales `v` to unit length (a zero vector stays zero).
 pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    // In f64: the squares of values past 1.8e19 overflow an f32 to infinity, and every
+    // element then divided to zero, a vector that passed for a number.
+    let norm = v
+        .iter()
+        .map(|&x| f64::from(x) * f64::from(x))
+        .sum::<f64>()
+        .sqrt();
     if norm > 0.0 {
         for x in v {
-            *x /= norm;
+            *x = (f64::from(*x) / norm) as f32;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A vector of huge values normalized to zeros (its squares overflowed), which the pass
+    /// took for a good one.
+    #[test]
+    fn a_vector_of_huge_values_is_normalized_not_zeroed() {
+        let mut v = vec![3e30f32, 4e30];
+        normalize(&mut v);
+        assert!(
+            (v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6,
+            "{v:?}"
+        );
+        let mut zero = vec![0f32; 3];
+        normalize(&mut zero);
+        assert_eq!(zero, vec![0.0; 3]);
+        let mut small = vec![1f32, 0.0];
+        normalize(&mut small);
+        assert_eq!(small, vec![1.0, 0.0]);
     }
 }

@@ -91,6 +91,8 @@ async function runApp(variant) {
       const before = cpuSeconds();
       const t0 = Date.now();
       await s.keys("#task", `${TASK}\uE007`);
+      // From the task on: not the typing.
+      await s.exec("window.__updates = [];");
       // Again once the run is going: WebKit may have started another web process meanwhile
       // (the first call alone took effect in one run of three).
       if (variant === "app-idle" || variant === "app-batch") {
@@ -133,9 +135,9 @@ const WATCH_UPDATES =
   "window.__updates = []; new MutationObserver(() => window.__updates.push(Date.now())).observe(document.body, { subtree: true, childList: true, characterData: true });";
 
 /// Intervals between the page's changes while the run went on: how often the user saw the
-/// stream move.
+/// stream move. Not the first: the wait for the first step's first token (its prompt read).
 function updateGaps(times) {
-  const gaps = times.slice(1).map((t, i) => t - times[i]).filter((g) => g > 0).sort((a, b) => a - b);
+  const gaps = times.slice(2).map((t, i) => t - times[i + 1]).filter((g) => g > 0).sort((a, b) => a - b);
   const at = (q) => (gaps.length ? gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))] : NaN);
   return { n: times.length, p50: at(0.5), p95: at(0.95), max: gaps.length ? gaps[gaps.length - 1] : NaN };
 }
@@ -150,12 +152,19 @@ const STILL =
 function reniceWebview(command) {
   for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
     try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("WebKit")) continue;
+      // The page's processes, not the harness's WebKitWebDriver.
+      const exe = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
+      if (!exe.includes("WebKitWebProcess") && !exe.includes("WebKitNetworkProcess")) continue;
+    } catch {
+      continue; // gone
+    }
+    try {
       const tids = readdirSync(`/proc/${pid}/task`);
       if (command[0] === "chrt") execFileSync(command[0], [...command.slice(1), pid], { stdio: "ignore" });
       else execFileSync(command[0], [...command.slice(1), ...tids], { stdio: "ignore" });
-    } catch {
-      // gone
+    } catch (e) {
+      // The variant would then measure the app as it ships.
+      log(`${command.join(" ")} ${pid} failed: ${e.message}`);
     }
   }
 }
