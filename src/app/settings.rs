@@ -63,6 +63,7 @@ pub struct Settings {
     pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
     /// The model in use, served over the OpenAI API on this machine (`burrow serve` from the
     /// app).
+    #[serde(deserialize_with = "object")]
     pub serve: ServeSettings,
 }
 
@@ -86,31 +87,43 @@ struct PromptsFields {
     document: String,
 }
 
-/// From an object alone: serde's derive also takes a list for a struct, by position, and
-/// `["search_query: ", "search_document: "]` became the prompts of a model named
-/// "search_query: ", with the document prompt as the query's.
+/// From an object alone (see [`Object`]): `["search_query: ", "search_document: "]` became the
+/// prompts of a model named "search_query: ", with the document prompt as the query's.
 impl<'de> Deserialize<'de> for EmbeddingPrompts {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Object;
-        impl<'de> serde::de::Visitor<'de> for Object {
-            type Value = PromptsFields;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object of model, query and document")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<PromptsFields, A::Error> {
-                PromptsFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        let f = d.deserialize_map(Object)?;
+        let f = object::<D, PromptsFields>(d)?;
         Ok(EmbeddingPrompts {
             model: f.model,
             query: f.query,
             document: f.document,
         })
     }
+}
+
+/// A settings object read from a JSON object alone: serde's derive also takes a list for a
+/// struct, by position, and with defaults for every field a list of a few values passed for
+/// settings (`["tool-calls", 3]`: that protocol, 3 steps).
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Fields<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object of settings")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Fields(std::marker::PhantomData))
+            .map(Object)
+    }
+}
+
+fn object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    Object::<T>::deserialize(d).map(|o| o.0)
 }
 
 /// Whether the app serves the model in use over the OpenAI API, and where.
@@ -185,10 +198,12 @@ impl Settings {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
             Err(source) => return Err(SettingsError::Io { path, source }),
         };
-        let settings: Settings = serde_json::from_str(&text).map_err(|e| SettingsError::Parse {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let settings = serde_json::from_str::<Object<Settings>>(&text)
+            .map(|o| o.0)
+            .map_err(|e| SettingsError::Parse {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
         settings.validate().map_err(|e| SettingsError::Parse {
             path,
             reason: e.to_string(),
@@ -459,9 +474,15 @@ mod tests {
         .unwrap();
         let e = Settings::load(&home).unwrap_err().to_string();
         assert!(
-            e.contains(SETTINGS_FILE) && e.contains("an object of model, query and document"),
+            e.contains(SETTINGS_FILE) && e.contains("an object of settings"),
             "{e}"
         );
+        // Nor the settings themselves, nor what they serve: a list took them by position.
+        for list in [r#"["tool-calls", 3]"#, r#"{"serve": [true, 8080]}"#] {
+            std::fs::write(Settings::path(&home), list).unwrap();
+            let e = Settings::load(&home).unwrap_err().to_string();
+            assert!(e.contains("an object of settings"), "{list}: {e}");
+        }
         // An object, and none, still load.
         std::fs::write(
             Settings::path(&home),
