@@ -58,6 +58,7 @@ pub struct Settings {
     pub embedding_prompts: Option<EmbeddingPrompts>,
     /// Load settings per model, keyed by the model's file path; unset fields take the
     /// engine's defaults.
+    #[serde(deserialize_with = "objects")]
     pub models: BTreeMap<String, LoadOptions>,
     /// MCP servers whose tools join the agent's toolbelt (started only for runs).
     pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
@@ -124,6 +125,14 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
 
 fn object<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
     Object::<T>::deserialize(d).map(|o| o.0)
+}
+
+/// A map whose values are settings objects, each read from an object alone.
+fn objects<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, T>, D::Error> {
+    let map = BTreeMap::<String, Object<T>>::deserialize(d)?;
+    Ok(map.into_iter().map(|(k, v)| (k, v.0)).collect())
 }
 
 /// Whether the app serves the model in use over the OpenAI API, and where.
@@ -478,7 +487,11 @@ mod tests {
             "{e}"
         );
         // Nor the settings themselves, nor what they serve: a list took them by position.
-        for list in [r#"["tool-calls", 3]"#, r#"{"serve": [true, 8080]}"#] {
+        for list in [
+            r#"["tool-calls", 3]"#,
+            r#"{"serve": [true, 8080]}"#,
+            r#"{"models": {"m.gguf": [4096]}}"#,
+        ] {
             std::fs::write(Settings::path(&home), list).unwrap();
             let e = Settings::load(&home).unwrap_err().to_string();
             assert!(e.contains("an object of settings"), "{list}: {e}");
