@@ -25,18 +25,32 @@ export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /// Starts tauri-driver on `port` and waits until it answers. `env` adds to the environment
 /// the app is started with (the driver passes its own on).
 export async function startDriver({ driver = process.env.TAURI_DRIVER ?? "tauri-driver", port = 4444, env = {}, cwd } = {}) {
-  const proc = spawn(driver, ["--port", String(port), "--native-driver", "/usr/bin/WebKitWebDriver"], {
-    stdio: ["ignore", "inherit", "inherit"],
-    env: { ...process.env, ...env },
-    cwd,
-  });
+  const launch = () =>
+    spawn(driver, ["--port", String(port), "--native-driver", "/usr/bin/WebKitWebDriver"], {
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, ...env },
+      cwd,
+    });
+  let proc = launch();
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
+  for (let i = 0, launches = 1; ; i++) {
     try {
       await fetch(`${base}/status`);
       break;
     } catch {
-      if (i > 100 || proc.exitCode !== null) throw new Error("tauri-driver did not start");
+      // A driver that exits at once found its port still held (by the previous one, still
+      // stopping: "can not listen to address"): launched again a little later. One that never
+      // answers is stopped, so that it holds no port for the next.
+      if (proc.exitCode !== null && launches < 20) {
+        await sleep(500);
+        proc = launch();
+        launches++;
+        continue;
+      }
+      if (i > 100 || proc.exitCode !== null) {
+        proc.kill();
+        throw new Error(`tauri-driver did not start on port ${port} (${launches} launches)`);
+      }
       await sleep(100);
     }
   }
