@@ -459,25 +459,34 @@ mod tests {
         assert_eq!(read_questions(&path).unwrap().len(), 1);
     }
 
-    /// The shipped question sets load, and the fresh set (kept apart to check changes made
-    /// while reading the other's misses) asks about no item the other accepts and reuses no id.
+    /// The shipped question sets load, and each fresh set (kept apart to check changes made
+    /// while reading the others' misses) asks about no item an earlier set accepts and reuses
+    /// no id.
     #[test]
-    fn the_shipped_question_sets_load_and_the_fresh_one_is_disjoint() {
+    fn the_shipped_question_sets_load_and_the_fresh_ones_are_disjoint() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/eval");
         let main = read_questions(&dir.join("questions.jsonl")).unwrap();
         let fresh = read_questions(&dir.join("questions-fresh.jsonl")).unwrap();
-        assert_eq!((main.len(), fresh.len()), (68, 30));
+        let fresh2 = read_questions(&dir.join("questions-fresh2.jsonl")).unwrap();
+        assert_eq!((main.len(), fresh.len(), fresh2.len()), (68, 30, 24));
         assert!(fresh.iter().all(|q| q.split == "fresh"));
-        for q in &fresh {
-            for o in &main {
-                assert_ne!(q.id, o.id);
-                assert!(
-                    q.accept.iter().all(|a| !o.accept.contains(a)),
-                    "{} and {} accept the same item",
-                    q.id,
-                    o.id
-                );
-            }
+        assert!(fresh2.iter().all(|q| q.split == "fresh2"));
+        let pairs = fresh
+            .iter()
+            .flat_map(|q| main.iter().map(move |o| (q, o)))
+            .chain(
+                fresh2
+                    .iter()
+                    .flat_map(|q| main.iter().chain(&fresh).map(move |o| (q, o))),
+            );
+        for (q, o) in pairs {
+            assert_ne!(q.id, o.id);
+            assert!(
+                q.accept.iter().all(|a| !o.accept.contains(a)),
+                "{} and {} accept the same item",
+                q.id,
+                o.id
+            );
         }
     }
 }
