@@ -361,14 +361,7 @@ impl Workspace {
         if target == Target::Next {
             swap_in(&mut conn, &name, dim, fingerprint.as_deref())?;
         }
-        report.unembeddable = conn
-            .query_row(
-                "SELECT count(*) FROM doc_vectors dv JOIN vectors v ON v.hash = dv.hash
-                 WHERE length(v.vec) = 0",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(db_err("counting vectors"))? as usize;
+        report.unembeddable = units_with_vectors(&conn, false)?;
         // Vectors no unit uses any more (their text changed, or the unit went).
         conn.execute(
             "DELETE FROM vectors WHERE hash NOT IN (SELECT hash FROM doc_vectors)",
@@ -489,15 +482,8 @@ impl Workspace {
             return Ok(None);
         };
         // Not the units whose text the model gives no vector (an empty one).
-        let n: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM doc_vectors dv JOIN vectors v ON v.hash = dv.hash
-                 WHERE length(v.vec) > 0",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(db_err("counting vectors"))?;
-        Ok(Some((name, dim as usize, n as usize)))
+        let n = units_with_vectors(&conn, true)?;
+        Ok(Some((name, dim as usize, n)))
     }
 }
 
@@ -528,6 +514,19 @@ impl Target {
             Target::Next => "next_doc_vectors",
         }
     }
+}
+
+/// How many units have a vector of the workspace's model (`usable`), or the empty one that
+/// records the model gives their text none.
+fn units_with_vectors(conn: &Connection, usable: bool) -> Result<usize, WorkspaceError> {
+    conn.query_row(
+        "SELECT count(*) FROM doc_vectors dv JOIN vectors v ON v.hash = dv.hash
+         WHERE (length(v.vec) > 0) = ?1",
+        [usable],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as usize)
+    .map_err(db_err("counting vectors"))
 }
 
 type ModelRow = (String, i64, Option<String>);

@@ -145,6 +145,21 @@ fn import(ws: &Workspace, dir: &Path, items: &[(i64, &str, &str, bool)]) {
     ws.import(&file, "o/r", &mut |_| {}).unwrap();
 }
 
+/// Issues 1..=`n`, each with the title and body `item` gives its number.
+fn import_numbered(ws: &Workspace, dir: &Path, n: i64, item: impl Fn(i64) -> (String, String)) {
+    let owned: Vec<(i64, String, String)> = (1..=n)
+        .map(|i| {
+            let (title, body) = item(i);
+            (i, title, body)
+        })
+        .collect();
+    let items: Vec<(i64, &str, &str, bool)> = owned
+        .iter()
+        .map(|(i, t, b)| (*i, t.as_str(), b.as_str(), false))
+        .collect();
+    import(ws, dir, &items);
+}
+
 fn numbers(ws: &Workspace, e: &Synonyms, text: &str, mode: SearchMode, kinds: &[Kind]) -> Vec<i64> {
     ws.search(&SearchQuery {
         text: text.into(),
@@ -420,20 +435,12 @@ fn a_pass_whose_model_another_pass_replaced_stops_instead_of_mixing_them() {
 fn a_new_models_pass_stopped_half_way_loses_nothing_and_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path());
-    let items: Vec<(i64, String, String)> = (1..=200)
-        .map(|n| {
-            (
-                n,
-                format!("Issue {n} crashes"),
-                format!("It aborts, case {n}."),
-            )
-        })
-        .collect();
-    let items: Vec<(i64, &str, &str, bool)> = items
-        .iter()
-        .map(|(n, t, b)| (*n, t.as_str(), b.as_str(), false))
-        .collect();
-    import(&ws, dir.path(), &items);
+    import_numbered(&ws, dir.path(), 200, |n| {
+        (
+            format!("Issue {n} crashes"),
+            format!("It aborts, case {n}."),
+        )
+    });
     ws.embed_pending(&mut Synonyms::new("old-model", 64), &mut |_| {})
         .unwrap();
     ws.set_query_embedder(Some(Installed::new("old-model", false)));
@@ -631,20 +638,9 @@ fn a_search_sees_the_vectors_another_handle_embedded_since_its_last_search() {
 fn a_pass_that_fails_half_way_keeps_its_pages_and_the_next_finishes() {
     let dir = tempfile::tempdir().unwrap();
     let ws = open(dir.path());
-    let many: Vec<(i64, String, String)> = (1..=200)
-        .map(|n| {
-            (
-                n,
-                format!("Report {n}"),
-                format!("Body of report number {n}"),
-            )
-        })
-        .collect();
-    let items: Vec<(i64, &str, &str, bool)> = many
-        .iter()
-        .map(|(n, t, b)| (*n, t.as_str(), b.as_str(), false))
-        .collect();
-    import(&ws, dir.path(), &items);
+    import_numbered(&ws, dir.path(), 200, |n| {
+        (format!("Report {n}"), format!("Body of report number {n}"))
+    });
     let mut e = Synonyms::new("synonyms", 64);
     e.fail_after = Some(2);
     let err = ws

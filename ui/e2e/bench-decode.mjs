@@ -153,8 +153,7 @@ function reniceWebview(command) {
   for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
     try {
       // The page's processes, not the harness's WebKitWebDriver.
-      const exe = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
-      if (!exe.includes("WebKitWebProcess") && !exe.includes("WebKitNetworkProcess")) continue;
+      if (!isWebview(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0])) continue;
     } catch {
       continue; // gone
     }
@@ -169,6 +168,9 @@ function reniceWebview(command) {
   }
 }
 
+/// Whether the program `exe` is one of the webview's processes (the page's, its network's).
+const isWebview = (exe) => exe.includes("WebKitWebProcess") || exe.includes("WebKitNetworkProcess");
+
 /// CPU seconds so far of what runs beside the model: the model's threads, the rest of the app
 /// (its main thread: events, IPC), the webview's processes and the X server.
 function cpuSeconds() {
@@ -181,7 +183,7 @@ function cpuSeconds() {
     } catch {
       continue;
     }
-    const group = exe.endsWith("burrow-app") ? "app" : exe.includes("WebKitWebProcess") ? "webview" : exe.includes("WebKitNetworkProcess") ? "webview" : exe.endsWith("Xvfb") ? "xvfb" : Number(pid) === process.pid || exe.endsWith("tauri-driver") || exe.includes("WebKitWebDriver") ? "harness" : null;
+    const group = exe.endsWith("burrow-app") ? "app" : isWebview(exe) ? "webview" : exe.endsWith("Xvfb") ? "xvfb" : Number(pid) === process.pid || exe.endsWith("tauri-driver") || exe.includes("WebKitWebDriver") ? "harness" : null;
     if (!group) continue;
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       try {

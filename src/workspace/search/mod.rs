@@ -1032,7 +1032,7 @@ impl Workspace {
         // A word in a tenth of the units or more weighs little in the ranking (BM25's IDF),
         // and in thousands of them it widens what is ranked: "PR" for "pull request" in a
         // tracker (a search's time; in a small workspace nothing is common).
-        let common = (cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS);
+        let common = Self::most_rows_added(conn, cache)?;
         // Each distinct once, and looked up in sets: a query that repeats a word thousands of
         // times costs what its distinct words and runs cost.
         let mut seen = HashSet::new();
@@ -1102,27 +1102,15 @@ impl Workspace {
         let added = Self::abbreviations_for(conn, cache, text)?;
         let mut said: Vec<String> = Vec::new();
         for a in &added {
-            if clauses.iter().any(|c| {
-                c.phrases
-                    .iter()
-                    .any(|p| p.quoted.trim_matches('"') == a.added)
-            }) {
-                continue;
-            }
             let (word, typed) = if a.abbreviation {
                 (a.added.to_uppercase(), format!("\"{}\"", a.typed))
             } else {
                 (format!("\"{}\"", a.added), a.typed.to_uppercase())
             };
-            said.push(format!("{word} for {typed}"));
-            clauses.push(Clause {
-                word,
-                phrases: vec![Phrase {
-                    quoted: format!("\"{}\"", a.added),
-                    rows: a.rows,
-                }],
-                added: true,
-            });
+            let said_as = format!("{word} for {typed}");
+            if add_clause(clauses, word, &a.added, a.rows) {
+                said.push(said_as);
+            }
         }
         Ok((!said.is_empty()).then(|| {
             format!(
@@ -1132,6 +1120,15 @@ impl Workspace {
         }))
     }
 
+    /// The most rows a term searched for beside the words typed (an abbreviation, a name
+    /// written as one word) may be in: one in ten units, and never fewer than a thousand.
+    fn most_rows_added(
+        conn: &rusqlite::Connection,
+        cache: &mut plan::PhraseRows,
+    ) -> Result<f64, WorkspaceError> {
+        Ok((cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS))
+    }
+
     /// The workspace's names written as one word from the words of `text`
     /// (`compound::compounds`), as common as an abbreviation searched for may be.
     fn compounds_for(
@@ -1139,7 +1136,7 @@ impl Workspace {
         cache: &mut plan::PhraseRows,
         text: &str,
     ) -> Result<std::sync::Arc<Vec<compound::Compound>>, WorkspaceError> {
-        let common = (cache.units(conn)? / COMMON_ABBREVIATION).max(COMMON_ABBREVIATION_ROWS);
+        let common = Self::most_rows_added(conn, cache)?;
         compound::compounds(conn, cache, text, common)
     }
 
@@ -1153,22 +1150,9 @@ impl Workspace {
     ) -> Result<Option<String>, WorkspaceError> {
         let mut said: Vec<String> = Vec::new();
         for c in Self::compounds_for(conn, cache, text)?.iter() {
-            let quoted = format!("\"{}\"", c.joined);
-            if clauses
-                .iter()
-                .any(|cl| cl.phrases.iter().any(|p| p.quoted == quoted))
-            {
-                continue;
+            if add_clause(clauses, format!("\"{}\"", c.joined), &c.joined, c.rows) {
+                said.push(format!("{} for {}", c.joined, c.parts.join(" + ")));
             }
-            said.push(format!("{} for {}", c.joined, c.parts.join(" + ")));
-            clauses.push(Clause {
-                word: quoted.clone(),
-                phrases: vec![Phrase {
-                    quoted,
-                    rows: c.rows,
-                }],
-                added: true,
-            });
         }
         Ok((!said.is_empty()).then(|| {
             format!(
@@ -1423,6 +1407,24 @@ fn cut_to_rarest(clauses: &mut Vec<Clause>, max: usize) -> Option<String> {
             .collect::<Vec<_>>()
             .join(" ")
     ))
+}
+
+/// Adds the clause `word` searching for `phrase` (held by `rows` rows) beside the words typed,
+/// unless a clause searches for that phrase already; whether it did.
+fn add_clause(clauses: &mut Vec<Clause>, word: String, phrase: &str, rows: f64) -> bool {
+    let quoted = format!("\"{phrase}\"");
+    if clauses
+        .iter()
+        .any(|c| c.phrases.iter().any(|p| p.quoted == quoted))
+    {
+        return false;
+    }
+    clauses.push(Clause {
+        word,
+        phrases: vec![Phrase { quoted, rows }],
+        added: true,
+    });
+    true
 }
 
 fn join_notes(a: Option<String>, b: Option<String>) -> Option<String> {
