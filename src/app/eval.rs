@@ -465,28 +465,35 @@ mod tests {
     #[test]
     fn the_shipped_question_sets_load_and_the_fresh_ones_are_disjoint() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/eval");
-        let main = read_questions(&dir.join("questions.jsonl")).unwrap();
-        let fresh = read_questions(&dir.join("questions-fresh.jsonl")).unwrap();
-        let fresh2 = read_questions(&dir.join("questions-fresh2.jsonl")).unwrap();
-        assert_eq!((main.len(), fresh.len(), fresh2.len()), (68, 30, 24));
-        assert!(fresh.iter().all(|q| q.split == "fresh"));
-        assert!(fresh2.iter().all(|q| q.split == "fresh2"));
-        let pairs = fresh
-            .iter()
-            .flat_map(|q| main.iter().map(move |o| (q, o)))
-            .chain(
-                fresh2
+        let sets: Vec<(&str, usize, Vec<Question>)> = [
+            ("questions.jsonl", "", 68),
+            ("questions-fresh.jsonl", "fresh", 30),
+            ("questions-fresh2.jsonl", "fresh2", 24),
+            ("questions-fresh3.jsonl", "fresh3", 30),
+            ("questions-fresh4.jsonl", "fresh4", 30),
+        ]
+        .into_iter()
+        .map(|(file, split, n)| (split, n, read_questions(&dir.join(file)).unwrap()))
+        .collect();
+        for (i, (split, n, set)) in sets.iter().enumerate() {
+            assert_eq!(set.len(), *n, "{split}");
+            if i > 0 {
+                assert!(set.iter().all(|q| q.split == *split), "{split}");
+            }
+            for (q, o) in set.iter().flat_map(|q| {
+                sets[..i]
                     .iter()
-                    .flat_map(|q| main.iter().chain(&fresh).map(move |o| (q, o))),
-            );
-        for (q, o) in pairs {
-            assert_ne!(q.id, o.id);
-            assert!(
-                q.accept.iter().all(|a| !o.accept.contains(a)),
-                "{} and {} accept the same item",
-                q.id,
-                o.id
-            );
+                    .flat_map(|(_, _, e)| e)
+                    .map(move |o| (q, o))
+            }) {
+                assert_ne!(q.id, o.id);
+                assert!(
+                    q.accept.iter().all(|a| !o.accept.contains(a)),
+                    "{} and {} accept the same item",
+                    q.id,
+                    o.id
+                );
+            }
         }
     }
 }
