@@ -149,8 +149,9 @@ impl NaiveIndex {
                             docs.title, docs.body
                      FROM docs JOIN repos ON repos.id = docs.repo_id
                      -- A file's outline (`text::Role`: 1) repeats the file's own words: the
-                     -- floor is the file as written.
-                     WHERE docs.role <> 1
+                     -- floor is the file as written; and a commit as `git log --stat` shows
+                     -- it, without the lines it changed (3), which Burrow adds.
+                     WHERE docs.role NOT IN (1, 3)
                      ORDER BY docs.id",
                 )
                 .map_err(db_err("reading units"))?;

@@ -383,6 +383,30 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE VIRTUAL TABLE docs_vocab_col USING fts5vocab(docs_fts, 'col');
     "#,
+    // 13: a commit is searched by the lines it changed as well as by its message (a second
+    // unit, `text::Role::Changes`). The commits indexed before have none yet: the next index
+    // of their repository reads them (`changes_read`), and their messages stay searchable
+    // meanwhile.
+    // The lines hold the abbreviations of files as they were ("Byte-Order Mark (BOM)" in a
+    // line a commit removed), and the workspace defines only what its text does now: those
+    // units define none.
+    r#"
+    ALTER TABLE commits ADD COLUMN changes_read INTEGER NOT NULL DEFAULT 0;
+    DROP TRIGGER abbreviations_ai;
+    DROP TRIGGER abbreviations_au;
+    CREATE TRIGGER abbreviations_ai AFTER INSERT ON docs WHEN new.role <> 3 BEGIN
+        INSERT INTO abbreviations (doc_id, abbr, long)
+        SELECT new.id, value ->> 0, value ->> 1
+        FROM json_each(burrow_abbreviations(new.title, new.body));
+    END;
+    CREATE TRIGGER abbreviations_au AFTER UPDATE OF title, body ON docs BEGIN
+        DELETE FROM abbreviations WHERE doc_id = old.id;
+        INSERT INTO abbreviations (doc_id, abbr, long)
+        SELECT new.id, value ->> 0, value ->> 1
+        FROM json_each(burrow_abbreviations(new.title, new.body))
+        WHERE new.role <> 3;
+    END;
+    "#,
 ];
 
 /// Whether SQLite refused for another connection's lock (trying again may work).

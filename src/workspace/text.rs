@@ -238,6 +238,10 @@ pub(crate) enum Role {
     Outline,
     /// A file of one unit: a part, and its own outline.
     Whole,
+    /// The lines a commit changed, beside its message's unit: searched by words only, with no
+    /// vector (a commit's message says what it is about; its lines, up to 4,000 bytes of
+    /// code each, would add more than half again to an embedding pass of ripgrep's units).
+    Changes,
 }
 
 impl Role {
@@ -255,6 +259,7 @@ impl Role {
             Role::Part => 0,
             Role::Outline => 1,
             Role::Whole => 2,
+            Role::Changes => 3,
         }
     }
 
@@ -262,6 +267,7 @@ impl Role {
         match v {
             1 => Role::Outline,
             2 => Role::Whole,
+            3 => Role::Changes,
             _ => Role::Part,
         }
     }

@@ -139,7 +139,13 @@ impl Workspace {
                 .map(|n| n as usize)
                 .map_err(db_err("counting vectors"))
         };
-        report.total = count(&conn, "SELECT count(*) FROM docs")?;
+        report.total = count(
+            &conn,
+            &format!(
+                "SELECT count(*) FROM docs WHERE role <> {}",
+                Role::Changes.to_db()
+            ),
+        )?;
         let mut done = count(
             &conn,
             &format!("SELECT count(*) FROM {}", target.doc_vectors()),
@@ -164,9 +170,11 @@ impl Workspace {
                 let mut st = conn
                     .prepare_cached(&format!(
                         "SELECT d.id, d.title, d.body FROM docs d
-                         WHERE d.id > ?1 AND (d.comment_id IS NOT NULL) = ?3 AND NOT EXISTS
+                         WHERE d.id > ?1 AND (d.comment_id IS NOT NULL) = ?3 AND d.role <> {}
+                             AND NOT EXISTS
                              (SELECT 1 FROM {} v WHERE v.doc_id = d.id)
                          ORDER BY d.id LIMIT ?2",
+                        Role::Changes.to_db(),
                         target.doc_vectors()
                     ))
                     .map_err(db_err("finding units to embed"))?;
@@ -188,8 +196,9 @@ impl Workspace {
                 let missing: bool = conn
                     .query_row(
                         &format!(
-                            "SELECT EXISTS (SELECT 1 FROM docs d WHERE NOT EXISTS
+                            "SELECT EXISTS (SELECT 1 FROM docs d WHERE d.role <> {} AND NOT EXISTS
                                  (SELECT 1 FROM {} v WHERE v.doc_id = d.id))",
+                            Role::Changes.to_db(),
                             target.doc_vectors()
                         ),
                         [],
@@ -734,6 +743,7 @@ impl Role {
             Role::Part => !outlines,
             Role::Outline => outlines,
             Role::Whole => true,
+            Role::Changes => false,
         }
     }
 }
@@ -993,6 +1003,7 @@ mod tests {
                         Role::Part => !a.outlines,
                         Role::Outline => a.outlines,
                         Role::Whole => true,
+                        Role::Changes => false,
                     }
                     && repo.is_none_or(|r| r == index.repos[i])
             };

@@ -46,7 +46,12 @@ impl Synonyms {
             let slot = match w.as_str() {
                 "crash" | "crashes" | "abort" | "aborts" | "segfault" => 0,
                 "slow" | "sluggish" | "latency" => 1,
-                _ => 2 + w.bytes().fold(7usize, |h, b| h * 31 + b as usize) % (self.dim - 2),
+                _ => {
+                    2 + w
+                        .bytes()
+                        .fold(7usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize))
+                        % (self.dim - 2)
+                }
             };
             v[slot] += 1.0;
         }
@@ -1103,4 +1108,37 @@ fn a_search_kept_to_code_ranks_files_by_their_outlines_words_too() {
         ["declared.rs", "alone.rs", "bodies.rs"],
         "kept to code, with the outlines' ranking"
     );
+}
+
+/// Issue 18: a commit's changed lines are searched by words only. Given vectors, they would
+/// add more than half again to an embedding pass of ripgrep's units (up to 2,000 bytes of
+/// code a commit, against a message of a line or two); the pass neither embeds nor counts
+/// them, and a pass over a workspace whose every other unit has its vector has nothing to do.
+#[test]
+fn a_commits_changed_lines_are_not_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = crate::build_repo(dir.path());
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("demo", &mut |_| {}).unwrap();
+    let db = dir.path().join("home/workspace.db");
+    let count = |sql: &str| -> usize {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row(sql, [], |r| r.get::<_, i64>(0))
+            .unwrap() as usize
+    };
+    let lines = count("SELECT count(*) FROM docs WHERE kind = 'commit' AND role = 3");
+    assert!(lines >= 2, "{lines}");
+    let mut e = Synonyms::new("synonyms", 64);
+    let report = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!(report.total, count("SELECT count(*) FROM docs") - lines);
+    assert_eq!(report.embedded, report.total, "{report:?}");
+    assert_eq!(
+        count("SELECT count(*) FROM doc_vectors v JOIN docs d ON d.id = v.doc_id WHERE d.role = 3"),
+        0
+    );
+    let texts = e.texts;
+    let again = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    assert_eq!((again.embedded, e.texts), (0, texts), "{again:?}");
 }

@@ -2,11 +2,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rusqlite::types::FromSql;
 use rusqlite::{params, Connection, Transaction};
 
 use super::{begin_write, delete_docs, exec, IndexEvent, IndexPhase, IndexReport};
 use crate::workspace::git::{CommitRecord, GitRepo};
-use crate::workspace::text::{identifier_parts, identifier_terms};
+use crate::workspace::text::{identifier_parts, identifier_terms, Role};
 use crate::workspace::{db_err, Repo, WorkspaceError};
 
 const COMMITS_PER_TRANSACTION: usize = 500;
@@ -21,28 +22,75 @@ pub(super) fn index_commits(
     // What a killed run left is trusted only as far as it is whole: a commit counts as indexed
     // with its history when its parents do too (databases written before parents came first
     // can hold newer commits without their history: issue 17).
-    let known: HashMap<String, String> = {
-        let mut stmt = conn
-            .prepare("SELECT hash, parents FROM commits WHERE repo_id = ?1")
-            .map_err(db_err("reading indexed commits"))?;
-        let rows = stmt
-            .query_map([repo.id], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(db_err("reading indexed commits"))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(db_err("reading indexed commits"))?
-    };
+    let known: HashMap<String, String> = commit_pairs(
+        conn,
+        "SELECT hash, parents FROM commits WHERE repo_id = ?1",
+        repo.id,
+    )?
+    .into_iter()
+    .collect();
     let complete = with_whole_history(&known);
     let ids: Vec<gix::ObjectId> = git
         .new_commit_ids(&complete)?
         .into_iter()
         .filter(|id| !known.contains_key(&id.to_string()))
         .collect();
-    let total = ids.len() as u64;
-    let mut tx = begin_write(conn, &repo.name, on_event)?;
-    for (i, id) in ids.iter().enumerate() {
+    in_batches(conn, repo, on_event, &ids, |tx, id| {
         let record = git.commit_record(*id)?;
-        insert_commit(&tx, repo.id, &record)?;
+        insert_commit(tx, repo.id, &record)?;
         report.commits_added += 1;
+        Ok(())
+    })?;
+    read_missing_changes(conn, repo, git, on_event)
+}
+
+/// Gives the commits indexed before their changed lines were (migration 13) those lines, so a
+/// workspace gains them at its next index without losing its commits meanwhile; a commit the
+/// repository no longer has keeps its message's entry alone.
+fn read_missing_changes(
+    conn: &mut Connection,
+    repo: &Repo,
+    git: &GitRepo,
+    on_event: &mut dyn FnMut(IndexEvent),
+) -> Result<(), WorkspaceError> {
+    let pending: Vec<(i64, String)> = commit_pairs(
+        conn,
+        "SELECT id, hash FROM commits WHERE repo_id = ?1 AND changes_read = 0",
+        repo.id,
+    )?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    in_batches(conn, repo, on_event, &pending, |tx, (id, hash)| {
+        match gix::ObjectId::from_hex(hash.as_bytes())
+            .ok()
+            .filter(|oid| git.has_commit(*oid))
+        {
+            Some(oid) => {
+                let record = git.commit_record(oid)?;
+                delete_changes(tx, *id)?;
+                insert_changes(tx, repo.id, *id, &record)
+            }
+            // Gone from the repository (its history rewritten): nothing to read, and not
+            // asked for again.
+            None => mark_changes_read(tx, *id),
+        }
+    })
+}
+
+/// Runs `each` over `items` in transactions of `COMMITS_PER_TRANSACTION`, saying how far it
+/// is after each.
+fn in_batches<T>(
+    conn: &mut Connection,
+    repo: &Repo,
+    on_event: &mut dyn FnMut(IndexEvent),
+    items: &[T],
+    mut each: impl FnMut(&Transaction<'_>, &T) -> Result<(), WorkspaceError>,
+) -> Result<(), WorkspaceError> {
+    let total = items.len() as u64;
+    let mut tx = begin_write(conn, &repo.name, on_event)?;
+    for (i, item) in items.iter().enumerate() {
+        each(&tx, item)?;
         if (i + 1) % COMMITS_PER_TRANSACTION == 0 {
             tx.commit().map_err(db_err("saving commits"))?;
             tx = begin_write(conn, &repo.name, on_event)?;
@@ -62,6 +110,33 @@ pub(super) fn index_commits(
         total,
     });
     Ok(())
+}
+
+/// The two columns `sql` selects of repository `repo_id`'s commits (its `?1`).
+fn commit_pairs<A: FromSql, B: FromSql>(
+    conn: &Connection,
+    sql: &str,
+    repo_id: i64,
+) -> Result<Vec<(A, B)>, WorkspaceError> {
+    let mut stmt = conn
+        .prepare(sql)
+        .map_err(db_err("reading indexed commits"))?;
+    let rows = stmt
+        .query_map([repo_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(db_err("reading indexed commits"))?;
+    rows.collect::<Result<_, _>>()
+        .map_err(db_err("reading indexed commits"))
+}
+
+/// Removes the entry of commit `id`'s changed lines, if it has one.
+fn delete_changes(tx: &Transaction<'_>, id: i64) -> Result<(), WorkspaceError> {
+    exec(
+        tx,
+        "DELETE FROM docs WHERE source = 'commit' AND source_id = ?1 AND role = ?2",
+        params![id, Role::Changes.to_db()],
+    )
+    .map_err(db_err("indexing a commit's changes"))
+    .map(|_| ())
 }
 
 /// The commits of `known` (hash to space-separated parents) whose every ancestor is in it.
@@ -114,8 +189,8 @@ fn insert_commit(
 ) -> Result<(), WorkspaceError> {
     let id: i64 = tx
         .query_row(
-            "INSERT INTO commits (repo_id, hash, author_name, author_email, time, summary, message, parents)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            "INSERT INTO commits (repo_id, hash, author_name, author_email, time, summary, message, parents, changes_read)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)
              ON CONFLICT (repo_id, hash) DO UPDATE SET summary = excluded.summary
              RETURNING id",
             params![
@@ -158,5 +233,44 @@ fn insert_commit(
         params![repo_id, id, c.hash, c.author_name, c.time, c.summary, body, terms],
     )
     .map_err(db_err("indexing a commit"))?;
-    Ok(())
+    insert_changes(tx, repo_id, id, c)
+}
+
+/// The search entry of the lines commit `id` changed (`Role::Changes`), beside its message's,
+/// and the mark that they were read.
+fn insert_changes(
+    tx: &Transaction<'_>,
+    repo_id: i64,
+    id: i64,
+    c: &CommitRecord,
+) -> Result<(), WorkspaceError> {
+    if !c.changes.is_empty() {
+        exec(tx,
+            "INSERT INTO docs (repo_id, kind, source, source_id, hash, author, time, title, body, terms, role)
+             VALUES (?1, 'commit', 'commit', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                repo_id,
+                id,
+                c.hash,
+                c.author_name,
+                c.time,
+                c.summary,
+                c.changes,
+                identifier_terms(&c.changes),
+                Role::Changes.to_db()
+            ],
+        )
+        .map_err(db_err("indexing a commit's changes"))?;
+    }
+    mark_changes_read(tx, id)
+}
+
+fn mark_changes_read(tx: &Transaction<'_>, id: i64) -> Result<(), WorkspaceError> {
+    exec(
+        tx,
+        "UPDATE commits SET changes_read = 1 WHERE id = ?1",
+        [id],
+    )
+    .map_err(db_err("indexing a commit's changes"))
+    .map(|_| ())
 }

@@ -224,6 +224,9 @@ pub struct SearchHit {
     pub comment_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// Set when the match is in the lines the commit changed rather than in its message.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_changes: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -335,11 +338,16 @@ impl SearchHit {
                 _ => String::new(),
             },
             Kind::Commit => format!(
-                "commit {}",
+                "commit {}{}",
                 self.hash
                     .as_deref()
                     .map(|h| &h[..h.len().min(10)])
-                    .unwrap_or("")
+                    .unwrap_or(""),
+                if self.in_changes {
+                    " (in its changed lines)"
+                } else {
+                    ""
+                }
             ),
             Kind::Issue | Kind::Pr => {
                 let n = self.number.unwrap_or(0);
@@ -882,6 +890,11 @@ impl Workspace {
                     let offset = if is_outline(&row) { 0 } else { idx as i64 };
                     (Some(start + offset), line_snippet(&row.body, idx, &needles))
                 }
+                // A commit's changed lines are lines of code and text, as a file's are.
+                _ if row.role == Role::Changes => {
+                    let idx = first_matching_line(&row.body, &needles);
+                    (None, line_snippet(&row.body, idx, &needles))
+                }
                 _ => (row.line, words_snippet(&row.body, &needles, SNIPPET_WORDS)),
             };
             let linked = match (kind, row.number) {
@@ -903,6 +916,7 @@ impl Workspace {
                 number: row.number,
                 comment_id: row.comment_id,
                 hash: row.hash,
+                in_changes: row.role == Role::Changes,
                 state: row.state,
                 author: row.author,
                 time: row.time,
