@@ -42,7 +42,18 @@ pub fn asked_kinds(task: &str) -> Vec<Kind> {
         (&["pull request", "pull requests", "pr", "prs"], Kind::Pr),
         (&["commit", "commits"], Kind::Commit),
         (
-            &["document", "documents", "doc", "docs", "guide"],
+            &[
+                "document",
+                "documents",
+                "doc",
+                "docs",
+                "guide",
+                "readme",
+                "readmes",
+                "changelog",
+                "man page",
+                "manual",
+            ],
             Kind::Doc,
         ),
         (
@@ -188,6 +199,17 @@ mod tests {
             ["issue", "pr"]
         );
         assert_eq!(kinds("Which source file walks the regex?"), ["code"]);
+        // A README is a document (fresh2-doc-03 and -05: "Which crate README …" leaned to
+        // nothing, and the crate's lib.rs came first).
+        assert_eq!(
+            kinds("Which crate README describes a low-level interface for matchers?"),
+            ["doc"]
+        );
+        assert_eq!(
+            kinds("Which README tells people to use the bindings?"),
+            ["doc"]
+        );
+        assert_eq!(kinds("Which man page lists the flags?"), ["doc"]);
         // The thing asked for, not a thing named after it.
         assert_eq!(
             kinds("Which commit dropped the ag ignore file?"),
