@@ -1110,10 +1110,10 @@ fn a_search_kept_to_code_ranks_files_by_their_outlines_words_too() {
     );
 }
 
-/// Issue 18: a commit's changed lines are searched by words only. Given vectors, they would
-/// add more than half again to an embedding pass of ripgrep's units (up to 2,000 bytes of
-/// code a commit, against a message of a line or two); the pass neither embeds nor counts
-/// them, and a pass over a workspace whose every other unit has its vector has nothing to do.
+/// Issue 18: a commit's changed lines are searched by words only (up to 2,000 bytes of code a
+/// commit, against a message of a line or two: given vectors, they ranked worse and would add
+/// about a fifth to an embedding pass); the pass neither embeds nor counts them, and a pass
+/// over a workspace whose every other unit has its vector has nothing to do.
 #[test]
 fn a_commits_changed_lines_are_not_embedded() {
     let dir = tempfile::tempdir().unwrap();
