@@ -471,6 +471,7 @@ mod tests {
             ("questions-fresh2.jsonl", "fresh2", 24),
             ("questions-fresh3.jsonl", "fresh3", 30),
             ("questions-fresh4.jsonl", "fresh4", 30),
+            ("questions-fresh5.jsonl", "fresh5", 30),
         ]
         .into_iter()
         .map(|(file, split, n)| (split, n, read_questions(&dir.join(file)).unwrap()))
