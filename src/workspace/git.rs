@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use gix::bstr::ByteSlice;
+use gix::diff::blob::{diff_with_slider_heuristics, Diff, InternedInput};
 
 use super::WorkspaceError;
 
@@ -260,29 +261,17 @@ impl GitRepo {
                     } => (location.to_string(), "renamed", *entry_mode),
                 };
                 if mode.is_blob_or_symlink() {
+                    // One diff gives the counts and, while the budget lasts, the lines.
+                    let wanted = changed.wanted(&path);
                     let counts = change
                         .diff(cache)
                         .ok()
-                        .and_then(|mut p| p.line_counts().ok())
-                        .flatten();
-                    if counts.is_some() && changed.wanted(&path) {
-                        let (old, new) = match &change {
-                            Change::Addition { id, .. } => (None, Some(id.detach())),
-                            Change::Deletion { id, .. } => (Some(id.detach()), None),
-                            Change::Modification {
-                                previous_id, id, ..
-                            } => (Some(previous_id.detach()), Some(id.detach())),
-                            Change::Rewrite { source_id, id, .. } => {
-                                (Some(source_id.detach()), Some(id.detach()))
-                            }
-                        };
-                        changed.add(&self.small_text(old), &self.small_text(new));
-                    }
+                        .and_then(|p| line_stats(p, wanted.then_some(&mut changed)));
                     files.push(FileChange {
                         path,
                         change: kind,
-                        additions: counts.map_or(0, |c| c.insertions),
-                        deletions: counts.map_or(0, |c| c.removals),
+                        additions: counts.map_or(0, |c| c.0),
+                        deletions: counts.map_or(0, |c| c.1),
                     });
                 }
                 cache.clear_resource_cache_keep_allocation();
@@ -300,18 +289,6 @@ impl GitRepo {
             files,
             changes: changed.text(),
         })
-    }
-
-    /// A blob's text, empty for a binary one, one past `MAX_FILE_BYTES` (what the indexer
-    /// reads of a file) or none (the side of an added or deleted file that has none).
-    fn small_text(&self, id: Option<gix::ObjectId>) -> String {
-        id.and_then(|id| self.repo.find_object(id).ok())
-            .filter(|o| {
-                o.data.len() as u64 <= super::index::MAX_FILE_BYTES
-                    && !super::text::looks_binary(&o.data)
-            })
-            .map(|o| String::from_utf8_lossy(&o.data).into_owned())
-            .unwrap_or_default()
     }
 
     /// The patch of one commit against its first parent, as unified-diff text, at most
@@ -451,11 +428,8 @@ impl ChangedLines {
             && !matches!(name, "package-lock.json" | "go.sum" | "pnpm-lock.yaml")
     }
 
-    /// The lines that differ between `before` and `after`, one file's two sides.
-    fn add(&mut self, before: &str, after: &str) {
-        use gix::diff::blob::{diff_with_slider_heuristics, Algorithm, InternedInput};
-        let input = InternedInput::new(before, after);
-        let diff = diff_with_slider_heuristics(Algorithm::Histogram, &input);
+    /// The lines `diff` finds changed in `input`, one file's two sides.
+    fn add_diff<T: AsRef<[u8]>>(&mut self, input: &InternedInput<T>, diff: &Diff) {
         for h in diff.hunks() {
             for (range, side, removed) in [
                 (h.after, &input.after, false),
@@ -465,7 +439,8 @@ impl ChangedLines {
                     if self.bytes >= CHANGED_LINES_BYTES {
                         return;
                     }
-                    let line = input.interner[side[t as usize]].trim();
+                    let line = String::from_utf8_lossy(input.interner[side[t as usize]].as_ref());
+                    let line = line.trim();
                     if line.is_empty() || !self.seen.insert(line.to_string()) {
                         continue;
                     }
@@ -488,10 +463,41 @@ impl ChangedLines {
     }
 }
 
+/// The lines a file's change inserts and removes (None for a binary file, as gix's
+/// `line_counts`), and, given `lines`, its changed lines added to them: both sides text, of at
+/// most `MAX_FILE_BYTES` (what the indexer reads of a file).
+fn line_stats(
+    p: gix::object::blob::diff::Platform<'_>,
+    lines: Option<&mut ChangedLines>,
+) -> Option<(u32, u32)> {
+    use gix::diff::blob::platform::{prepare_diff::Operation, resource::Data};
+    let cache = p.resource_cache;
+    cache.options.skip_internal_diff_if_external_is_configured = false;
+    let prep = cache.prepare_diff().ok()?;
+    let Operation::InternalDiff { algorithm } = prep.operation else {
+        return None;
+    };
+    let input = prep.interned_input();
+    let diff = diff_with_slider_heuristics(algorithm, &input);
+    if let Some(lines) = lines {
+        let text = |d: &Data<'_>| match d {
+            Data::Missing => true,
+            Data::Buffer { buf, .. } => {
+                buf.len() as u64 <= super::index::MAX_FILE_BYTES && !super::text::looks_binary(buf)
+            }
+            Data::Binary { .. } => false,
+        };
+        if text(&prep.old.data) && text(&prep.new.data) {
+            lines.add_diff(&input, &diff);
+        }
+    }
+    Some((diff.count_additions(), diff.count_removals()))
+}
+
 /// A unified diff with 3 lines of context, with git's algorithm and slider heuristics (gix's).
 fn unified_diff(a: &str, b: &str) -> String {
     use gix::diff::blob::unified_diff::{ConsumeBinaryHunk, ContextSize};
-    use gix::diff::blob::{diff_with_slider_heuristics, Algorithm, InternedInput, UnifiedDiff};
+    use gix::diff::blob::{Algorithm, UnifiedDiff};
     let input = InternedInput::new(a, b);
     let diff = diff_with_slider_heuristics(Algorithm::Histogram, &input);
     UnifiedDiff::new(
@@ -548,7 +554,20 @@ fn parents_first(walked: Vec<(gix::ObjectId, Vec<gix::ObjectId>)>) -> Vec<gix::O
 
 #[cfg(test)]
 mod tests {
-    use super::{parents_first, ChangedLines, CHANGED_LINES_BYTES};
+    use super::{
+        diff_with_slider_heuristics, parents_first, ChangedLines, InternedInput,
+        CHANGED_LINES_BYTES,
+    };
+    use gix::diff::blob::Algorithm;
+
+    /// The lines that differ between two sides of a file, added to `c` as indexing adds them.
+    fn add(c: &mut ChangedLines, before: &str, after: &str) {
+        let input = InternedInput::new(before, after);
+        c.add_diff(
+            &input,
+            &diff_with_slider_heuristics(Algorithm::Histogram, &input),
+        );
+    }
 
     /// What a commit's search entry holds of its lines (issue 18): the added lines before the
     /// removed ones, whatever the order of the hunks; each line once; no blank ones; and no
@@ -556,7 +575,8 @@ mod tests {
     #[test]
     fn changed_lines_hold_added_lines_first_each_once_within_the_budget() {
         let mut c = ChangedLines::default();
-        c.add(
+        add(
+            &mut c,
             "keep\nold one\n\nkeep too\nold two\n",
             "keep\nnew one\n\n   \nkeep too\nnew two\nnew one\n",
         );
@@ -564,7 +584,7 @@ mod tests {
 
         let mut c = ChangedLines::default();
         let long: String = (0..1000).map(|i| format!("line {i}\n")).collect();
-        c.add("", &long);
+        add(&mut c, "", &long);
         assert!(c.bytes >= CHANGED_LINES_BYTES);
         assert!(!c.wanted("src/next.rs"));
         let text = c.text();
