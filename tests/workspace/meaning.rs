@@ -1142,3 +1142,60 @@ fn a_commits_changed_lines_are_not_embedded() {
     let again = ws.embed_pending(&mut e, &mut |_| {}).unwrap();
     assert_eq!((again.embedded, e.texts), (0, texts), "{again:?}");
 }
+
+/// Pages of a fused ranking read one after the other are that ranking. Each page read the
+/// rankings it fuses to a depth of its own (three units for each item up to its last, at
+/// least 100), so from the fourth page of ten on the fusion saw more of each ranking, put the
+/// items in another order, and the pages repeated some and skipped others: the search box's
+/// "more" reads such pages, and a page of 60 began otherwise than a page of 10.
+#[test]
+fn pages_of_a_fused_ranking_join_into_one_ranking() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    const WORDS: [&str; 8] = [
+        "sync", "peers", "crash", "fee", "label", "slow", "console", "backup",
+    ];
+    import_numbered(&ws, dir.path(), 300, |i| {
+        let words: Vec<&str> = (0..(i % 5 + 1))
+            .map(|j| WORDS[((i * 7 + j * 3) % 8) as usize])
+            .collect();
+        (
+            format!("Report {i} n{}", i % 13),
+            format!("wallet {} m{}", words.join(" "), i % 17),
+        )
+    });
+    let mut e = Synonyms::new("synonyms", 64);
+    ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    for (text, mode) in [
+        ("wallet sync crash", SearchMode::Hybrid),
+        ("wallet sync crash", SearchMode::Words),
+        ("which issue says the wallet is slow to sync", SearchMode::Words),
+        ("which issue says the wallet is slow to sync", SearchMode::Hybrid),
+    ] {
+        let page = |offset: usize, limit: usize| {
+            let page = ws
+                .search(&SearchQuery {
+                    text: text.into(),
+                    limit,
+                    offset,
+                    mode,
+                    vector: Some(e.vector(text)),
+                    ..Default::default()
+                })
+                .unwrap();
+            let numbers: Vec<i64> = page.hits.iter().filter_map(|h| h.number).collect();
+            (numbers, page.next_offset)
+        };
+        let (whole, _) = page(0, 100);
+        assert_eq!(whole.len(), 100, "{text}");
+        let mut joined = Vec::new();
+        let mut offset = Some(0);
+        while let Some(at) = offset.filter(|&at| at < 100) {
+            let (numbers, next) = page(at, 10);
+            joined.extend(numbers);
+            offset = next;
+        }
+        assert_eq!(joined, whole, "{text} ({mode:?})");
+        assert_eq!(page(0, 60).0, whole[..60], "{text} ({mode:?})");
+    }
+}

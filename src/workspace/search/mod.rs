@@ -435,7 +435,8 @@ impl Workspace {
             let (rows, note) = self.words_items(q, limit)?;
             return self.page(q, rows, limit, note);
         }
-        let depth = ((q.offset + limit + 1) * UNITS_PER_ITEM).max(FUSE_DEPTH);
+        // Every page starts from the same depth, whatever its offset and size (see below).
+        let depth = FUSE_DEPTH;
         let k = q.fusion_k.unwrap_or(RRF_K);
         // The rankings to fuse: the query's own; that of the kinds it asks for; and, for pull
         // requests, the issues' (see below).
@@ -515,9 +516,14 @@ impl Workspace {
             None => q.vector.clone().filter(|_| q.mode != SearchMode::Words),
         };
         // Folded into items, the parts of a few long files or threads can fill the rankings
-        // and leave the page short of items: then the rankings are read deeper.
+        // and leave the page short of items: then the rankings are read deeper. What a deeper
+        // fusion adds comes after what the shallower one ranked, which stays as it was: fused
+        // deeper, the same items come in another order, and pages read at different depths
+        // repeated some items and skipped others.
         let needed = q.offset + limit + 1;
         let mut depth = depth;
+        let mut shown: Vec<RawHit> = Vec::new();
+        let mut held: HashSet<ItemKey> = HashSet::new();
         let mut first_words = Some(words);
         loop {
             let words = match first_words.take() {
@@ -634,9 +640,13 @@ impl Workspace {
                     keep.as_ref()
                         .is_none_or(|kinds| kinds.iter().any(|k| k.as_str() == r.kind))
                 });
-            let items = fold_items(units);
-            if items.len() >= needed || !full || depth > RANK_ROWS {
-                let page: Vec<RawHit> = items.into_iter().skip(q.offset).take(limit + 1).collect();
+            for item in fold_items(units) {
+                if held.insert(ItemKey::of(&item)) {
+                    shown.push(item);
+                }
+            }
+            if shown.len() >= needed || !full || depth > RANK_ROWS {
+                let page: Vec<RawHit> = shown.into_iter().skip(q.offset).take(limit + 1).collect();
                 return self.page(q, page, limit, note);
             }
             depth *= 4;
