@@ -854,3 +854,115 @@ fn ask_killed_at_several_points_keeps_its_steps_and_resumes() {
         assert_eq!(&resumed[..kept as usize], steps.as_slice());
     }
 }
+
+/// `burrow eval --search`, the instrument every search figure comes from: each way of
+/// searching scores the rank of the first accepted item among the distinct items it lists,
+/// and `--out` keeps each question's first items per way, so a poor rank can be traced to
+/// what came before it (before, only the ranks were kept and a miss had to be searched again
+/// by hand to see what outranked it).
+#[test]
+fn eval_search_scores_each_way_and_keeps_each_questions_first_items() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("proj");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::create_dir_all(project.join("docs")).unwrap();
+    std::fs::write(
+        project.join("src/lib.rs"),
+        "/// Frobnicates a widget.\npub fn frobnicate_widget() {}\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("NOTES.md"), "# Notes\n\nThe widget is slow.\n").unwrap();
+    std::fs::write(
+        project.join("docs/release.md"),
+        "# Release\n\nThe release is planned for May.\n",
+    )
+    .unwrap();
+    let out = burrow(
+        home.path(),
+        &[
+            "workspace",
+            "add",
+            project.to_str().unwrap(),
+            "--name",
+            "proj",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let questions = home.path().join("q.jsonl");
+    let lines = [
+        r#"{"id": "code", "kind": "code", "question": "frobnicate widget", "accept": ["proj:src/lib.rs"]}"#,
+        r#"{"id": "doc", "kind": "doc", "question": "when is the release planned", "accept": ["proj:docs/release.md"]}"#,
+        r#"{"id": "none", "kind": "doc", "question": "zebra quux", "accept": ["proj:NOTES.md"]}"#,
+    ];
+    std::fs::write(&questions, lines.join("\n")).unwrap();
+    let kept = home.path().join("firsts.jsonl");
+    let scores = json(&burrow(
+        home.path(),
+        &[
+            "eval",
+            questions.to_str().unwrap(),
+            "--search",
+            "words,naive",
+            "--json",
+            "--out",
+            kept.to_str().unwrap(),
+        ],
+    ));
+    let kept: Vec<serde_json::Value> = std::fs::read_to_string(&kept)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(kept.len(), 6, "{kept:?}");
+    for mode in scores.as_array().unwrap() {
+        let name = mode["mode"].as_str().unwrap();
+        let ranks: Vec<Option<u64>> = mode["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[1].as_u64())
+            .collect();
+        assert!(
+            ranks[0].is_some() && ranks[1].is_some(),
+            "{name}: {ranks:?}"
+        );
+        assert_eq!(ranks[2], None, "{name}");
+        let firsts = ranks.iter().filter(|r| **r == Some(1)).count() as f64;
+        assert_eq!(
+            mode["all"]["recall_at_1"].as_f64(),
+            Some(firsts / 3.0),
+            "{name}"
+        );
+        let mrr: f64 = ranks.iter().flatten().map(|&r| 1.0 / r as f64).sum::<f64>() / 3.0;
+        assert!(
+            (mode["all"]["mrr_at_10"].as_f64().unwrap() - mrr).abs() < 1e-9,
+            "{name}"
+        );
+        for (q, rank) in ["code", "doc", "none"].iter().zip(&ranks) {
+            let line = kept
+                .iter()
+                .find(|l| l["id"] == *q && l["mode"] == name)
+                .unwrap_or_else(|| panic!("no line for {q} {name}"));
+            assert_eq!(line["rank"].as_u64(), *rank, "{q} {name}");
+            let items = line["items"].as_array().unwrap();
+            assert!(items.len() <= 10, "{line}");
+            if let Some(r) = rank {
+                let item = &items[*r as usize - 1];
+                assert_eq!(item["kind"], "file", "{line}");
+                let path = if *q == "code" {
+                    "src/lib.rs"
+                } else {
+                    "docs/release.md"
+                };
+                assert_eq!(item["path"], path, "{line}");
+            } else {
+                assert!(items.iter().all(|i| i["path"] != "NOTES.md"), "{line}");
+            }
+        }
+    }
+}

@@ -472,6 +472,7 @@ mod tests {
             ("questions-fresh3.jsonl", "fresh3", 30),
             ("questions-fresh4.jsonl", "fresh4", 30),
             ("questions-fresh5.jsonl", "fresh5", 30),
+            ("questions-fresh6.jsonl", "fresh6", 30),
         ]
         .into_iter()
         .map(|(file, split, n)| (split, n, read_questions(&dir.join(file)).unwrap()))

@@ -58,6 +58,9 @@ pub struct ModeScores {
     pub latency_p95_ms: f64,
     /// Per question: the rank of the first accepted item (None: not in the first ten).
     pub ranks: Vec<(String, Option<usize>)>,
+    /// Per question: the first ten items, in order (the trace of a poor rank; `--out`).
+    #[serde(skip)]
+    pub firsts: Vec<(String, Vec<Locator>)>,
 }
 
 /// Measures each of `modes` ("words", "meaning", "hybrid", "naive") on `questions`. Meaning
@@ -76,6 +79,7 @@ pub fn search_eval(
     };
     for &mode in modes {
         let mut ranks = Vec::new();
+        let mut firsts = Vec::new();
         let mut times = Vec::new();
         for q in questions {
             let started = Instant::now();
@@ -109,6 +113,7 @@ pub fn search_eval(
                 .position(|l| accepted.iter().any(|a| a.is(l)))
                 .map(|i| i + 1);
             ranks.push((q.id.clone(), rank));
+            firsts.push((q.id.clone(), items.into_iter().take(HITS_READ).collect()));
         }
         let mut all = Scores::default();
         let mut by_kind: BTreeMap<String, Scores> = BTreeMap::new();
@@ -125,6 +130,7 @@ pub fn search_eval(
             latency_p50_ms: at(0.5),
             latency_p95_ms: at(0.95),
             ranks,
+            firsts,
         });
     }
     Ok(out)

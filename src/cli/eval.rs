@@ -64,7 +64,8 @@ pub struct EvalArgs {
     /// The KV cache's element type: f16 (default), q8_0 or q4_0.
     #[arg(long, value_name = "TYPE", value_parser = super::models::parse_kv_cache)]
     pub kv_cache: Option<burrow::llm::llama::KvCacheType>,
-    /// Write every scored run as a JSON line to this file as it completes.
+    /// Write every scored run as a JSON line to this file as it completes (with --search:
+    /// each question's rank and first ten items, per way of searching).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Print the results as one JSON object at the end.
@@ -259,6 +260,18 @@ fn search_eval(home: &BurrowHome, args: &EvalArgs, questions: &[Question]) -> Re
         ws.set_query_embedder(Some(std::sync::Arc::new(embedder)));
     }
     let scores = burrow::app::eval_search::search_eval(&ws, questions, &modes, args.fusion_k)?;
+    if let Some(path) = &args.out {
+        let mut lines = String::new();
+        for s in &scores {
+            for ((id, rank), (_, items)) in s.ranks.iter().zip(&s.firsts) {
+                let line =
+                    serde_json::json!({"id": id, "mode": s.mode, "rank": rank, "items": items});
+                lines.push_str(&line.to_string());
+                lines.push('\n');
+            }
+        }
+        std::fs::write(path, lines).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&scores)?);
         return Ok(ExitCode::SUCCESS);

@@ -1169,8 +1169,14 @@ fn pages_of_a_fused_ranking_join_into_one_ranking() {
     for (text, mode) in [
         ("wallet sync crash", SearchMode::Hybrid),
         ("wallet sync crash", SearchMode::Words),
-        ("which issue says the wallet is slow to sync", SearchMode::Words),
-        ("which issue says the wallet is slow to sync", SearchMode::Hybrid),
+        (
+            "which issue says the wallet is slow to sync",
+            SearchMode::Words,
+        ),
+        (
+            "which issue says the wallet is slow to sync",
+            SearchMode::Hybrid,
+        ),
     ] {
         let page = |offset: usize, limit: usize| {
             let page = ws
