@@ -1205,3 +1205,46 @@ fn pages_of_a_fused_ranking_join_into_one_ranking() {
         assert_eq!(page(0, 60).0, whole[..60], "{text} ({mode:?})");
     }
 }
+
+/// A search by meaning kept to one author lists every unit of theirs the words would. The
+/// scan of the vectors reads ten times the depth where there are filters, and the filters
+/// drop units after it; whether to read deeper was judged on what passed them, so a scan cut
+/// at its limit looked complete and the page was empty (found in review).
+#[test]
+fn a_filtered_search_by_meaning_lists_every_unit_that_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    let records: Vec<serde_json::Value> = (1..=1100)
+        .map(|i: i64| {
+            let bob = i % 100 == 0;
+            serde_json::json!({"number": i, "title": format!("Report {i}"),
+                "body": if bob { "wallet crash seen in the console history recall dialog" } else { "wallet crash" },
+                "state": "open", "user": {"login": if bob { "bob" } else { "ann" }},
+                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"})
+        })
+        .collect();
+    let file = dir.path().join("export.json");
+    std::fs::write(&file, serde_json::to_string(&records).unwrap()).unwrap();
+    ws.import(&file, "o/r", &mut |_| {}).unwrap();
+    let mut e = Synonyms::new("synonyms", 64);
+    ws.embed_pending(&mut e, &mut |_| {}).unwrap();
+    let bobs = |mode| {
+        let p = ws
+            .search(&SearchQuery {
+                text: "wallet crash".into(),
+                author: Some("bob".into()),
+                limit: 20,
+                mode,
+                vector: Some(e.vector("wallet crash")),
+                ..Default::default()
+            })
+            .unwrap();
+        let mut found: Vec<i64> = p.hits.iter().filter_map(|h| h.number).collect();
+        found.sort();
+        (found, p.next_offset)
+    };
+    let by_words = bobs(SearchMode::Words);
+    assert_eq!(by_words.0.len(), 11, "{by_words:?}");
+    assert_eq!(bobs(SearchMode::Meaning), by_words);
+    assert_eq!(bobs(SearchMode::Hybrid), by_words);
+}

@@ -14,7 +14,9 @@ pub(super) fn date(t: Option<i64>) -> String {
 
 pub(super) fn parse_date(field: &str, s: &Option<String>) -> Result<Option<i64>, ToolError> {
     match s {
+        // Blank, as a model that fills every field writes it: no date asked for.
         None => Ok(None),
+        Some(s) if s.trim().is_empty() => Ok(None),
         Some(s) => day_start(s).map(Some).ok_or_else(|| {
             ToolError::InvalidArguments(format!("{field} {s:?} is not a date like 2024-05-31"))
         }),

@@ -374,6 +374,28 @@ pub struct SearchPage {
 
 impl Workspace {
     pub fn search(&self, q: &SearchQuery) -> Result<SearchPage, WorkspaceError> {
+        // A blank filter ("" where a model fills every field of the search tool) filters
+        // nothing: taken as given, a blank state, label or author matched no row, and a blank
+        // path, as the glob `*`, every file and no issue, so the page said "No results".
+        let blank = |v: &Option<String>| v.as_deref().is_some_and(|s| s.trim().is_empty());
+        let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+        let unblanked;
+        let q = if [&q.repo, &q.state, &q.label, &q.author, &q.path]
+            .into_iter()
+            .any(blank)
+        {
+            unblanked = SearchQuery {
+                repo: given(&q.repo),
+                state: given(&q.state),
+                label: given(&q.label),
+                author: given(&q.author),
+                path: given(&q.path),
+                ..q.clone()
+            };
+            &unblanked
+        } else {
+            q
+        };
         let limit = q.limit.clamp(1, MAX_LIMIT);
         if q.offset > MAX_OFFSET {
             return Err(WorkspaceError::BadQuery(format!(
@@ -449,8 +471,19 @@ impl Workspace {
             });
         }
         if wants_pr {
+            // Without the filters of state, label, author and dates, which are the pull
+            // requests' (`fixing_prs` applies them to those): no issue is "merged", and the
+            // issue's reporter is rarely the author of the fix, so with them the evidence was
+            // gone and `--kind pr --state merged` ranked by words alone. This ranking comes
+            // last, so its rows, read through fewer filters, are never taken as having passed
+            // another ranking's (`meaning_ranking`); it only ranks pull requests.
             subs.push(SearchQuery {
                 kinds: vec![Kind::Issue],
+                state: None,
+                label: None,
+                author: None,
+                since: None,
+                until: None,
                 ..q.clone()
             });
         }
@@ -557,7 +590,14 @@ impl Workspace {
                     order
                 });
                 let by_meaning = match scans.as_mut().and_then(Iterator::next) {
-                    Some(near) => Some(self.meaning_ranking(sub, near, depth, &mut rows)?),
+                    Some(near) => {
+                        // Filtered, the scan reads further than the depth and the filters
+                        // drop units after it: whether it stopped short is its own count's
+                        // to say (judged after the filters, a filtered search by meaning
+                        // never read deeper and lost what lay past the first scan).
+                        full |= near.len() >= scan_depth(sub, depth);
+                        Some(self.meaning_ranking(sub, near, depth, &mut rows)?)
+                    }
                     None => None,
                 };
                 let by_outline = match ranks_outlines(sub)
@@ -660,7 +700,17 @@ impl Workspace {
         subs: &[SearchQuery],
         depth: usize,
     ) -> Result<Vec<WordsRanking>, WorkspaceError> {
-        if subs.len() > 1 {
+        // One ranking serves them all only where they differ in kinds alone.
+        let same_filters = subs.iter().all(|s| {
+            subs.first().is_some_and(|f| {
+                (
+                    &s.repo, &s.state, &s.label, &s.author, &s.path, s.since, s.until,
+                ) == (
+                    &f.repo, &f.state, &f.label, &f.author, &f.path, f.since, f.until,
+                )
+            })
+        });
+        if subs.len() > 1 && same_filters {
             if let Some(shared) = self.words_rankings_shared(subs, depth)? {
                 return Ok(shared);
             }
@@ -1206,7 +1256,10 @@ impl Workspace {
             cut,
         } = self.words_plan(q)?;
         let conn = self.conn();
-        let windowed = matches!(scope, Scope::Every { .. } | Scope::Newest { .. });
+        let windowed = matches!(
+            scope,
+            Scope::Every { .. } | Scope::Newest { .. } | Scope::EveryThenNewest { .. }
+        );
         let from_scored = match scored {
             Some(mut scored) => {
                 sql::sort_ranked(&mut scored);
@@ -1222,14 +1275,23 @@ impl Workspace {
             None => rank_page(&conn, &expr, &post, windowed.then_some(window), read + 1, 0)?,
         };
         if let Scope::Every { common } = &scope {
-            if ranked.unwrap_or(0) < needed {
-                // Too few rows have every word: the newest with any of them instead.
+            let every = ranked.unwrap_or(0);
+            if every < needed {
+                // Too few rows have every word to fill what is asked: the newest with any of
+                // them come after those (all of which are read: `every < needed <= read + 1`).
+                // After, not instead: instead, a page reaching past them ranked other rows
+                // than the page before it, and pages read one after another skipped some.
                 let all: Vec<&Clause> = clauses.iter().collect();
                 let any = Expr::new(&all, " OR ", &facets);
-                scope = Scope::Newest {
+                let (more, any_ranked) = rank_page(&conn, &any, &post, Some(window), read + 1, 0)?;
+                let held: HashSet<i64> = rows.iter().map(|r| r.id).collect();
+                rows.extend(more.into_iter().filter(|r| !held.contains(&r.id)));
+                rows.truncate(read + 1);
+                scope = Scope::EveryThenNewest {
                     common: common.clone(),
+                    every,
                 };
-                (rows, ranked) = rank_page(&conn, &any, &post, Some(window), read + 1, 0)?;
+                ranked = any_ranked;
             }
         }
         Ok(WordsRead {
@@ -1304,18 +1366,10 @@ fn meaning_scans<'a>(
     repo: Option<i64>,
 ) -> Result<Option<Vec<Vec<(i64, f32)>>>, WorkspaceError> {
     let Some(ix) = ix else { return Ok(None) };
-    let ask = |q: &'a SearchQuery, outlines| {
-        let filtered = q.state.is_some()
-            || q.label.is_some()
-            || q.author.is_some()
-            || q.path.is_some()
-            || q.since.is_some()
-            || q.until.is_some();
-        Ask {
-            n: depth * if filtered { 10 } else { 1 },
-            kinds: q.kinds.as_slice(),
-            outlines,
-        }
+    let ask = |q: &'a SearchQuery, outlines| Ask {
+        n: scan_depth(q, depth),
+        kinds: q.kinds.as_slice(),
+        outlines,
     };
     let asks: Vec<Ask> = subs
         .iter()
@@ -1327,6 +1381,18 @@ fn meaning_scans<'a>(
         )
         .collect();
     ix.nearest_each(vector, &asks, repo).map(Some)
+}
+
+/// How many units a scan of the vectors reads for a ranking `depth` deep: the filters other
+/// than kinds and repository are applied to the rows after it, so a filtered one reads more.
+fn scan_depth(q: &SearchQuery, depth: usize) -> usize {
+    let filtered = q.state.is_some()
+        || q.label.is_some()
+        || q.author.is_some()
+        || q.path.is_some()
+        || q.since.is_some()
+        || q.until.is_some();
+    depth * if filtered { 10 } else { 1 }
 }
 
 /// Whether the rankings kept to `q`'s kinds are fused with rankings of files by their outlines
@@ -2034,5 +2100,134 @@ mod tests {
             let page = ws.search(&query(&word)).unwrap();
             assert!(page.hits.is_empty(), "{word}: {page:?}");
         }
+    }
+
+    /// Pages by words of a query whose every word is very common, read one after another,
+    /// are one ranking. Where fewer rows than a page reached held every word, that page
+    /// ranked the newest rows with any of them instead, so the second page of ten ranked
+    /// other rows than the first, and rows with every word were never shown (found in
+    /// review, as the fused ranking's pages were).
+    #[test]
+    fn pages_of_every_word_join_into_one_ranking() {
+        let (_dir, ws) = imported_with(|i| match i {
+            1..=15 => "alpha wallet",
+            16..=30 => "alpha beta wallet",
+            31..=45 => "beta wallet",
+            _ => "gamma wallet",
+        });
+        ws.rank_rows.store(20, std::sync::atomic::Ordering::Relaxed);
+        let at = |offset, limit| {
+            ws.search(&SearchQuery {
+                offset,
+                limit,
+                ..query("alpha beta")
+            })
+            .unwrap()
+        };
+        let first = at(0, 10);
+        let mut joined = numbers(&first);
+        joined.extend(numbers(&at(10, 10)));
+        let whole = at(0, 20);
+        assert_eq!(joined, numbers(&whole));
+        // The 15 with both words first, then the newest with either.
+        let mut both = numbers(&whole)[..15].to_vec();
+        both.sort();
+        assert_eq!(both, (16..=30).collect::<Vec<_>>());
+        let note = whole.note.unwrap_or_default();
+        assert!(
+            note.contains("the 15 results with all of them come first")
+                && note.contains("newest 20"),
+            "{note}"
+        );
+    }
+
+    /// A search for pull requests kept to merged ones, or to their author, still ranks the
+    /// pull request that fixed the issue its words find. The ranking of issues that carries
+    /// that evidence took the pull requests' filters too: no issue is merged, and the
+    /// reporter is rarely the author of the fix, so it was empty and the words alone ranked
+    /// (found in review).
+    #[test]
+    fn filters_on_pull_requests_keep_the_link_to_the_issue() {
+        let dir = tempfile::tempdir().unwrap();
+        let item = |n: i64, title: &str, body: &str, pr: bool| {
+            let mut r = serde_json::json!({
+                "number": n, "title": title, "body": body, "state": "closed",
+                "user": {"login": if pr { "bob" } else { "ann" }},
+                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"});
+            if pr {
+                r["pull_request"] =
+                    serde_json::json!({"url": "x", "merged_at": "2024-01-02T00:00:00Z"});
+            }
+            r
+        };
+        let items = vec![
+            item(
+                1,
+                "Peers table freezes when sorted by address",
+                "The node window hangs.",
+                false,
+            ),
+            item(
+                2,
+                "qt: use a proxy model for the peer list",
+                "Fixes #1. Moves the work off the main thread.",
+                true,
+            ),
+            item(
+                3,
+                "qt: sort the peers table faster",
+                "Sorted by address the node window is slow; this tunes sorting.",
+                true,
+            ),
+        ];
+        let (ws, _) = import_items(dir.path(), &items);
+        let kept = |state: Option<&str>, author: Option<&str>| {
+            numbers(
+                &ws.search(&SearchQuery {
+                    kinds: vec![Kind::Pr],
+                    state: state.map(str::to_string),
+                    author: author.map(str::to_string),
+                    ..query("the peers table freezes when sorted by address")
+                })
+                .unwrap(),
+            )
+        };
+        assert_eq!(kept(None, None).first(), Some(&2));
+        assert_eq!(kept(Some("merged"), None), vec![2, 3]);
+        assert_eq!(kept(None, Some("bob")), vec![2, 3]);
+        // The filters still keep the pull requests: none by ann, none open.
+        assert!(kept(None, Some("ann")).is_empty());
+        assert!(kept(Some("open"), None).is_empty());
+    }
+
+    /// A model that fills every field of the search tool writes "" for the filters it does
+    /// not want: each filtered nothing, where "" as a state, label or author matched no row,
+    /// as a path (the glob `*`) kept no issue, and as a date was refused (found in review).
+    #[test]
+    fn blank_filters_filter_nothing() {
+        use crate::tools::Tool;
+        let (_dir, ws) = imported(20, &[]);
+        let ws = std::sync::Arc::new(ws);
+        let plain = ws.search(&query("wallet crash")).unwrap();
+        assert!(!plain.hits.is_empty());
+        let blank = ws
+            .search(&SearchQuery {
+                repo: Some(" ".into()),
+                state: Some(String::new()),
+                label: Some(String::new()),
+                author: Some(String::new()),
+                path: Some(String::new()),
+                ..query("wallet crash")
+            })
+            .unwrap();
+        assert_eq!(numbers(&blank), numbers(&plain));
+        let tool = crate::tools::workspace::Search(ws.clone());
+        let input: crate::tools::workspace::SearchInput = serde_json::from_value(
+            serde_json::json!({"query": "wallet crash", "repo": "", "state": "", "label": "",
+                "author": "", "path": "", "since": "", "until": " "}),
+        )
+        .unwrap();
+        let out = tool.run(input).unwrap();
+        assert!(out.text.starts_with("8 results"), "{}", out.text);
     }
 }

@@ -95,6 +95,9 @@ pub(super) enum Scope {
     Every { common: Vec<String> },
     /// The newest `RANK_ROWS`.
     Newest { common: Vec<String> },
+    /// Those with every word, all of which are very common, then, where they are few, the
+    /// newest with any of them.
+    EveryThenNewest { common: Vec<String>, every: usize },
 }
 
 impl Scope {
@@ -125,6 +128,14 @@ impl Scope {
                 "the words are very common ({}): ranked only the newest {window} matches; \
                  add rarer words or filters to reach older ones",
                 common.join(", ")
+            )),
+            Scope::EveryThenNewest { common, every } => Some(format!(
+                "every word is very common ({}): the {every} result{} with all of them come{} \
+                 first, then the newest {window} matches with any of them; add rarer words or \
+                 filters to reach older ones",
+                common.join(", "),
+                if *every == 1 { "" } else { "s" },
+                if *every == 1 { "s" } else { "" },
             )),
         }
     }
