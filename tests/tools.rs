@@ -346,6 +346,29 @@ fn issues_pull_requests_and_searches() {
         out.contains("src/net/client.rs:2: retry_with_backoff(3);"),
         "{out}"
     );
+    // A later page is numbered on from the one before, and a page past the last says so
+    // rather than asking for other words (found in review: every page began at "1.").
+    let first = text(&f, "search", json!({"query": "retry", "limit": 1}));
+    let second = text(
+        &f,
+        "search",
+        json!({"query": "retry", "limit": 1, "offset": 1}),
+    );
+    assert!(
+        first.contains("\n1. [") && !first.contains("\n2. ["),
+        "{first}"
+    );
+    assert!(
+        second.starts_with("Results 2 to 2 for")
+            && second.contains("\n2. [")
+            && !second.contains("\n1. ["),
+        "{second}"
+    );
+    let past = text(&f, "search", json!({"query": "retry", "offset": 500}));
+    assert!(
+        past.starts_with("No more results for \"retry\" past the first 500"),
+        "{past}"
+    );
     // An empty result says what was searched; it is not an error.
     let out = text(
         &f,

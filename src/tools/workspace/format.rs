@@ -39,16 +39,27 @@ pub(super) fn limit(l: Option<usize>, default: usize) -> usize {
 /// Search results as the model reads them. Nothing invites paging: small models paged one
 /// query to its end instead of searching with other words (Qwen2.5-Coder-1.5B spent whole
 /// runs so); `offset` stays among the tools' parameters.
-fn hits_text(what: &str, hits: &[SearchHit]) -> String {
+/// A page of hits, numbered from `offset + 1`: a model that asked for the next page and saw
+/// "1." again could not tell the new results from the first ones.
+fn hits_text(what: &str, hits: &[SearchHit], offset: usize) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} result{} for {what}:",
-        hits.len(),
-        if hits.len() == 1 { "" } else { "s" }
-    );
+    if offset == 0 {
+        let _ = writeln!(
+            out,
+            "{} result{} for {what}:",
+            hits.len(),
+            if hits.len() == 1 { "" } else { "s" }
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "Results {} to {} for {what}:",
+            offset + 1,
+            offset + hits.len()
+        );
+    }
     for (i, h) in hits.iter().enumerate() {
-        let mut head = format!("{}. [{}] ", i + 1, h.kind);
+        let mut head = format!("{}. [{}] ", offset + i + 1, h.kind);
         match h.kind {
             Kind::Code | Kind::Doc => head.push_str(&h.location()),
             Kind::Commit => {
@@ -86,7 +97,11 @@ fn hits_text(what: &str, hits: &[SearchHit]) -> String {
     out
 }
 
-fn no_hits(what: &str) -> String {
+fn no_hits(what: &str, offset: usize) -> String {
+    if offset > 0 {
+        // Past the last page: the words found what they found, nothing to change in them.
+        return format!("No more results for {what} past the first {offset}.");
+    }
     format!("No results for {what}. Try fewer or different words, or another kind.")
 }
 
@@ -112,7 +127,8 @@ fn describe_query(q: &SearchQuery) -> String {
         ("author", &q.author),
         ("path", &q.path),
     ] {
-        if let Some(v) = v {
+        // Blank, it filters nothing (`Workspace::search`), and is not said.
+        if let Some(v) = v.as_deref().filter(|v| !v.trim().is_empty()) {
             let _ = write!(s, ", {label} {v}");
         }
     }
@@ -123,9 +139,9 @@ pub(super) fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, T
     let what = describe_query(&q);
     let page = ws.search(&q)?;
     let mut text = if page.hits.is_empty() {
-        no_hits(&what)
+        no_hits(&what, q.offset)
     } else {
-        hits_text(&what, &page.hits)
+        hits_text(&what, &page.hits, q.offset)
     };
     if let Some(note) = &page.note {
         let _ = writeln!(text, "Note: {note}.");
