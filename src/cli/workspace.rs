@@ -303,10 +303,22 @@ fn print_reports(reports: &[IndexReport], json: bool) -> Result<ExitCode> {
                 r.commits_added, r.refs
             ));
         }
+        if r.commits_removed > 0 {
+            parts.push(format!(
+                "{} commits no branch or tag reaches any more removed",
+                r.commits_removed
+            ));
+        }
         if r.issues + r.pull_requests + r.comments > 0 {
             parts.push(format!(
                 "{} issues, {} pull requests, {} comments",
                 r.issues, r.pull_requests, r.comments
+            ));
+        }
+        if r.comments_deleted > 0 {
+            parts.push(format!(
+                "{} comments deleted on GitHub since the last import",
+                r.comments_deleted
             ));
         }
         println!(

@@ -130,18 +130,7 @@ impl GitRepo {
         &self,
         complete: &HashSet<String>,
     ) -> Result<Vec<gix::ObjectId>, WorkspaceError> {
-        let mut tips: Vec<gix::ObjectId> = Vec::new();
-        if let Ok(id) = self.repo.head_id() {
-            tips.push(id.detach());
-        }
-        for r in self.refs()? {
-            if let Ok(id) = gix::ObjectId::from_hex(r.target.as_bytes()) {
-                // Tags can point at trees or blobs; only commits start a walk.
-                if self.repo.find_commit(id).is_ok() {
-                    tips.push(id);
-                }
-            }
-        }
+        let mut tips = self.tips()?;
         tips.retain(|id| !complete.contains(&id.to_string()));
         tips.sort();
         tips.dedup();
@@ -167,6 +156,23 @@ impl GitRepo {
             walked.push((info.id, info.parent_ids.to_vec()));
         }
         Ok(parents_first(walked))
+    }
+
+    /// The commits the history is read from: HEAD and every branch and tag that names one.
+    pub fn tips(&self) -> Result<Vec<gix::ObjectId>, WorkspaceError> {
+        let mut tips: Vec<gix::ObjectId> = Vec::new();
+        if let Ok(id) = self.repo.head_id() {
+            tips.push(id.detach());
+        }
+        for r in self.refs()? {
+            if let Ok(id) = gix::ObjectId::from_hex(r.target.as_bytes()) {
+                // Tags can point at trees or blobs; only commits start a walk.
+                if self.repo.find_commit(id).is_ok() {
+                    tips.push(id);
+                }
+            }
+        }
+        Ok(tips)
     }
 
     /// Whether the repository holds commit `id`.
@@ -216,20 +222,33 @@ impl GitRepo {
         let tree = commit
             .tree()
             .map_err(|e| err("cannot read the tree of", &e))?;
+        let mut files = Vec::new();
+        let mut changed = ChangedLines::default();
+        let record = |files, changed: ChangedLines| CommitRecord {
+            hash: hash.clone(),
+            author_name: author.name.to_str_lossy().into_owned(),
+            author_email: author.email.to_str_lossy().into_owned(),
+            time,
+            summary: summary.clone(),
+            message: message.clone(),
+            parents: parents.clone(),
+            files,
+            changes: changed.text(),
+        };
         // Changes against the first parent (for a merge, what the merge brought in); against the
         // empty tree for a root commit.
         let parent_tree = match commit.parent_ids().next() {
-            Some(p) => Some(
-                self.repo
-                    .find_commit(p)
-                    .and_then(|c| c.tree())
-                    .map_err(|e| err("cannot read the parent of", &e))?,
-            ),
+            Some(p) => match self.repo.find_commit(p) {
+                Ok(c) => Some(c.tree().map_err(|e| err("cannot read the parent of", &e))?),
+                // A shallow clone's oldest commits name parents it does not hold: what they
+                // changed is unknown, so they are kept with no files (not as adding the whole
+                // tree). Taken as an error, it failed every index of a `--depth` clone.
+                Err(_) if self.is_shallow_boundary(id) => return Ok(record(files, changed)),
+                Err(e) => return Err(err("cannot read the parent of", &e)),
+            },
             None => None,
         };
         let base = parent_tree.unwrap_or_else(|| self.repo.empty_tree());
-        let mut files = Vec::new();
-        let mut changed = ChangedLines::default();
         let mut changes = base.changes().map_err(|e| err("cannot diff", &e))?;
         changes.options(|o| {
             o.track_path();
@@ -278,17 +297,12 @@ impl GitRepo {
                 Ok(std::ops::ControlFlow::Continue(()))
             })
             .map_err(|e| err("cannot diff", &e))?;
-        Ok(CommitRecord {
-            hash,
-            author_name: author.name.to_str_lossy().into_owned(),
-            author_email: author.email.to_str_lossy().into_owned(),
-            time,
-            summary,
-            message,
-            parents,
-            files,
-            changes: changed.text(),
-        })
+        Ok(record(files, changed))
+    }
+
+    /// Whether `id` is at the boundary of a shallow clone: its parents are not in it.
+    fn is_shallow_boundary(&self, id: gix::ObjectId) -> bool {
+        matches!(self.repo.shallow_commits(), Ok(Some(b)) if b.iter().any(|c| *c == id))
     }
 
     /// The patch of one commit against its first parent, as unified-diff text, at most
@@ -311,6 +325,15 @@ impl GitRepo {
             .tree()
             .map_err(|e| err("cannot read the tree of", &e))?;
         let base = match commit.parent_ids().next() {
+            // Said in place of the patch, so the commit's message and details still show.
+            Some(_) if self.is_shallow_boundary(id) => {
+                return Ok((
+                    "(This is where the shallow clone's history stops: the commit's parent is \
+                     not in the clone, so what it changed cannot be shown.)\n"
+                        .to_string(),
+                    false,
+                ))
+            }
             Some(p) => self
                 .repo
                 .find_commit(p)

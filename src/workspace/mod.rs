@@ -200,7 +200,11 @@ impl Workspace {
             .unwrap_or_else(|| root_str.clone());
         let name = name.map(str::to_string).unwrap_or(default_name);
         if let Some(slug) = &slug {
-            if let Some(r) = repo_where(&conn, "remote = ?1 AND root IS NULL", params![slug])? {
+            if let Some(r) = repo_where(
+                &conn,
+                "remote = ?1 COLLATE NOCASE AND root IS NULL",
+                params![slug],
+            )? {
                 conn.execute(
                     "UPDATE repos SET root = ?1, is_git = 1 WHERE id = ?2",
                     params![root_str, r.id],
@@ -212,7 +216,7 @@ impl Workspace {
         }
         let name = unique_name(&conn, &name)?;
         let slug_free = match &slug {
-            Some(s) => repo_where(&conn, "remote = ?1", params![s])?.is_none(),
+            Some(s) => repo_where(&conn, "remote = ?1 COLLATE NOCASE", params![s])?.is_none(),
             None => false,
         };
         conn.execute(
@@ -235,7 +239,7 @@ impl Workspace {
     pub fn repo_for_slug(&self, slug: &str) -> Result<Repo, WorkspaceError> {
         index::check_slug(slug)?;
         let conn = self.conn();
-        if let Some(r) = repo_where(&conn, "remote = ?1", params![slug])? {
+        if let Some(r) = repo_where(&conn, "remote = ?1 COLLATE NOCASE", params![slug])? {
             return Ok(r);
         }
         let name = unique_name(&conn, slug)?;
@@ -291,7 +295,7 @@ impl Workspace {
             .map(|p| p.to_string_lossy().to_string());
         let found = repo_where(
             &conn,
-            "name = ?1 OR remote = ?1 OR root = ?2",
+            "name = ?1 OR remote = ?1 COLLATE NOCASE OR root = ?2",
             params![name, by_path.unwrap_or_default()],
         )?;
         drop(conn);

@@ -76,3 +76,33 @@ fn unreadable_and_special_files_are_skipped_and_reported() {
     }
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o644)).unwrap();
 }
+
+/// Only the ignore files within the folder added count. With the walk not requiring git, it
+/// read every .gitignore above the folder up to `/`, so a `*` in one (a home folder kept
+/// under git for its dotfiles) left a repository and a plain folder below it with no file
+/// indexed, said nowhere (found in review).
+#[test]
+fn ignore_files_above_the_folder_do_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(".gitignore"), "*\n").unwrap();
+    let plain = dir.path().join("notes");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::write(plain.join("todo.md"), "# Todo\n\nwrite the report\n").unwrap();
+    // Ignore files within the folder still apply.
+    std::fs::write(plain.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(plain.join("build.log"), "noise\n").unwrap();
+    let repo = crate::build_repo(dir.path());
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&plain, None).unwrap();
+    ws.add_repo(&repo, None).unwrap();
+    let notes = ws.index_repo("notes", &mut |_| {}).unwrap();
+    let demo = ws.index_repo("demo", &mut |_| {}).unwrap();
+    // todo.md and the folder's own .gitignore; the demo repository's six files.
+    assert_eq!(
+        (notes.files_indexed, demo.files_indexed),
+        (2, 6),
+        "{notes:?} {demo:?}"
+    );
+    assert_eq!(search(&ws, "report", &[]).len(), 1);
+    assert!(search(&ws, "noise", &[]).is_empty());
+}

@@ -652,3 +652,88 @@ fn a_commit_is_found_by_the_lines_it_changed() {
         .unwrap();
     assert_eq!(units, 2);
 }
+
+/// A shallow clone (`git clone --depth 1`) indexes: its oldest commit names a parent the clone
+/// does not hold, which failed every index of it with "cannot read the parent". That commit
+/// is kept with no files, and showing its patch says why there is none (found in review).
+#[test]
+fn a_shallow_clone_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = build_repo(dir.path());
+    let url = format!("file://{}", repo.display());
+    git(
+        dir.path(),
+        &["clone", "-q", "--depth", "1", &url, "shallow"],
+        "2024-05-01T10:00:00Z",
+        BOB,
+    );
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&dir.path().join("shallow"), None).unwrap();
+    let r = ws.index_repo("shallow", &mut |_| {}).unwrap();
+    assert_eq!(r.commits_added, 1, "{r:?}");
+    assert!(r.files_indexed > 0, "{r:?}");
+    assert_eq!(
+        ws.index_repo("shallow", &mut |_| {}).unwrap().commits_added,
+        0
+    );
+    let commits = ws.commits(None, None, None, None, None, 10).unwrap();
+    assert_eq!(commits.len(), 1);
+    let shown = ws
+        .show_commit(Some("shallow"), &commits[0].hash, 10_000)
+        .unwrap();
+    assert!(shown.files.is_empty(), "{shown:?}");
+    let diff = shown.diff.unwrap_or_default();
+    assert!(diff.contains("shallow clone's history stops"), "{diff}");
+}
+
+/// A commit no branch, tag or HEAD reaches any more (amended, rebased, force-pushed away) leaves
+/// the index with its files and search entries at the next index. Commits were only ever
+/// added, so an amended commit was listed and found beside its new version (found in review).
+#[test]
+fn an_amended_commit_is_not_listed_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = build_repo(dir.path());
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("demo", &mut |_| {}).unwrap();
+    let before = ws.commits(None, None, None, None, None, 10).unwrap();
+    assert_eq!(before.len(), 3);
+    let old = before[0].clone();
+    // The tag on the newest commit would keep it reachable.
+    git(&repo, &["tag", "-d", "v0.1.0"], "2024-05-01T10:00:00Z", BOB);
+    git(
+        &repo,
+        &[
+            "commit",
+            "-q",
+            "--amend",
+            "-m",
+            "Document the retry limit, amended",
+        ],
+        "2024-05-01T10:00:00Z",
+        BOB,
+    );
+    let r = ws.index_repo("demo", &mut |_| {}).unwrap();
+    assert_eq!((r.commits_added, r.commits_removed), (1, 1), "{r:?}");
+    let after: Vec<String> = ws
+        .commits(None, None, None, None, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|c| c.summary)
+        .collect();
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert!(after.contains(&"Document the retry limit, amended".to_string()));
+    assert!(!after.contains(&old.summary), "{after:?}");
+    let found = ws
+        .search(&SearchQuery {
+            text: "amended".into(),
+            kinds: vec![Kind::Commit],
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(found.hits.len(), 1, "{:?}", found.hits);
+    // Nothing changed: nothing added, nothing removed.
+    let again = ws.index_repo("demo", &mut |_| {}).unwrap();
+    assert_eq!((again.commits_added, again.commits_removed), (0, 0));
+}

@@ -265,3 +265,140 @@ fn a_broken_import_names_the_problem_and_imports_nothing() {
     assert_eq!(before[0].pull_requests, after[0].pull_requests);
     assert_eq!(before[0].comments, after[0].comments);
 }
+
+/// An import names its repository as GitHub does, and GitHub's slugs ignore case: the
+/// checkout whose origin is `Bitcoin-Core/GUI` is the repository `bitcoin-core/gui` imports
+/// attach to, where it became a second repository and the issues were not joined to the code
+/// (found in review).
+#[test]
+fn an_import_joins_the_checkout_whatever_the_case_of_its_slug() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = crate::build_repo(dir.path());
+    crate::common::git(
+        &repo,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://github.com/Bitcoin-Core/GUI.git",
+        ],
+        "2024-05-01T10:00:00Z",
+        crate::ANN,
+    );
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.import(
+        &fixtures().join("bitcoin-core-gui-backup/issues/1.json"),
+        "bitcoin-core/gui",
+        &mut |_| {},
+    )
+    .unwrap();
+    let names: Vec<String> = ws.repos().unwrap().into_iter().map(|r| r.name).collect();
+    assert_eq!(names, vec!["demo".to_string()]);
+    // And by that slug in any case, the repository is found.
+    assert_eq!(ws.repo("BITCOIN-CORE/gui").unwrap().name, "demo");
+}
+
+/// A github-metadata-backup directory holding issue 1's record: the issue and its timeline.
+fn backup_of_one(dir: &std::path::Path, issue: serde_json::Value, events: serde_json::Value) {
+    std::fs::create_dir_all(dir.join("issues")).unwrap();
+    std::fs::write(
+        dir.join("issues/1.json"),
+        serde_json::json!({"type": "issue", "issue": issue, "events": events}).to_string(),
+    )
+    .unwrap();
+}
+
+/// A backup record is an item's whole timeline: a comment a newer backup no longer lists was
+/// deleted on GitHub (spam, most often), and leaves the workspace with the newer import. It
+/// stayed, in `get_issue` and in search (found in review). A page of the REST API holds only
+/// some comments, so its imports delete nothing.
+#[test]
+fn a_comment_deleted_on_github_leaves_with_the_newer_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(&dir.path().join("home"));
+    let issue = serde_json::json!({"number": 1, "title": "Crash on start", "state": "open",
+        "body": "it crashes", "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z"});
+    let spam = serde_json::json!({"event": "commented", "id": 11, "user": {"login": "spammer"},
+        "body": "buy cheap zorblaxium", "created_at": "2024-01-02T00:00:00Z"});
+    let keep = serde_json::json!({"event": "commented", "id": 12, "user": {"login": "bob"},
+        "body": "me too", "created_at": "2024-01-03T00:00:00Z"});
+    let old = dir.path().join("old");
+    backup_of_one(&old, issue.clone(), serde_json::json!([spam, keep]));
+    ws.import(&old, "o/r", &mut |_| {}).unwrap();
+    assert_eq!(search(&ws, "zorblaxium", &[]).len(), 1);
+    // A REST page of comments lists one of them: nothing is deleted.
+    let page = dir.path().join("comments.json");
+    std::fs::write(
+        &page,
+        serde_json::json!([{"id": 12, "issue_url": "https://api.github.com/repos/o/r/issues/1",
+            "user": {"login": "bob"}, "body": "me too", "created_at": "2024-01-03T00:00:00Z"}])
+        .to_string(),
+    )
+    .unwrap();
+    let r = ws.import(&page, "o/r", &mut |_| {}).unwrap();
+    assert_eq!(r.comments_deleted, 0, "{r:?}");
+    assert_eq!(ws.issue(None, 1, 50).unwrap().comments.len(), 2);
+    let new = dir.path().join("new");
+    backup_of_one(&new, issue, serde_json::json!([keep]));
+    let r = ws.import(&new, "o/r", &mut |_| {}).unwrap();
+    assert_eq!(r.comments_deleted, 1, "{r:?}");
+    let d = ws.issue(None, 1, 50).unwrap();
+    assert_eq!(d.comments.len(), 1, "{:?}", d.comments);
+    assert!(search(&ws, "zorblaxium", &[]).is_empty());
+    assert_eq!(search(&ws, "me too", &[]).len(), 1);
+}
+
+/// An issue reopened since the last backup is open, with no closing time and no closing
+/// commit: a newer record's nulls were read as "not said" and the old values kept, so the
+/// issue still showed when it was closed and "fixed by #2" (found in review).
+#[test]
+fn a_reopened_issue_loses_its_closing_commit_on_reimport() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(&dir.path().join("home"));
+    let sha = "0123456789abcdef0123456789abcdef01234567";
+    let b1 = dir.path().join("b1");
+    std::fs::create_dir_all(b1.join("pulls")).unwrap();
+    std::fs::write(
+        b1.join("pulls/2.json"),
+        serde_json::json!({"type": "pull", "pull": {
+            "number": 2, "title": "Tweak", "state": "closed", "body": "", "user": {"login": "bob"},
+            "head": {"ref": "x"}, "base": {"ref": "main"}, "merged_at": "2024-01-05T00:00:00Z",
+            "merge_commit_sha": sha}, "events": []})
+        .to_string(),
+    )
+    .unwrap();
+    backup_of_one(
+        &b1,
+        serde_json::json!({"number": 1, "title": "Crash", "state": "closed", "body": "",
+            "user": {"login": "ann"}, "closed_at": "2024-01-05T00:00:00Z"}),
+        serde_json::json!([{"event": "closed", "commit_id": sha}]),
+    );
+    ws.import(&b1, "o/r", &mut |_| {}).unwrap();
+    assert_eq!(ws.issue(None, 1, 10).unwrap().linked, vec![2]);
+    let b2 = dir.path().join("b2");
+    backup_of_one(
+        &b2,
+        serde_json::json!({"number": 1, "title": "Crash", "state": "open", "body": "",
+            "user": {"login": "ann"}, "closed_at": null}),
+        serde_json::json!([{"event": "closed", "commit_id": sha}, {"event": "reopened"}]),
+    );
+    ws.import(&b2, "o/r", &mut |_| {}).unwrap();
+    let d = ws.issue(None, 1, 10).unwrap();
+    assert_eq!((d.state.as_str(), d.closed_at), ("open", None), "{d:?}");
+    assert!(d.linked.is_empty(), "{:?}", d.linked);
+    // Closed again by hand: closed, and by no commit.
+    let b3 = dir.path().join("b3");
+    backup_of_one(
+        &b3,
+        serde_json::json!({"number": 1, "title": "Crash", "state": "closed", "body": "",
+            "user": {"login": "ann"}, "closed_at": "2024-02-01T00:00:00Z"}),
+        serde_json::json!([{"event": "closed", "commit_id": sha}, {"event": "reopened"},
+            {"event": "closed", "commit_id": null}]),
+    );
+    ws.import(&b3, "o/r", &mut |_| {}).unwrap();
+    let d = ws.issue(None, 1, 10).unwrap();
+    assert_eq!(d.state, "closed");
+    assert!(d.closed_at.is_some());
+    assert!(d.linked.is_empty(), "{:?}", d.linked);
+}

@@ -115,8 +115,10 @@ export function reportSummary(r: IndexReport): string {
     if (r.files_removed) parts.push(`${r.files_removed} removed`);
   }
   if (r.commits_added) parts.push(plural(r.commits_added, "commit"));
+  if (r.commits_removed) parts.push(`${plural(r.commits_removed, "commit")} no branch reaches removed`);
   if (r.issues) parts.push(plural(r.issues, "issue"));
   if (r.pull_requests) parts.push(plural(r.pull_requests, "pull request"));
   if (r.comments) parts.push(plural(r.comments, "comment"));
+  if (r.comments_deleted) parts.push(`${plural(r.comments_deleted, "comment")} deleted`);
   return `${parts.join(", ")} in ${formatMs(r.elapsed_ms)}`;
 }

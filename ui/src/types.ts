@@ -158,11 +158,13 @@ export interface IndexReport {
   files_removed: number;
   files_skipped: Record<string, number>;
   commits_added: number;
+  commits_removed: number;
   refs: number;
   issues: number;
   pull_requests: number;
   comments: number;
   orphan_comments: number;
+  comments_deleted: number;
   elapsed_ms: number;
   warnings: string[];
 }

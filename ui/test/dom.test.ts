@@ -10,11 +10,13 @@ const report = (r: Partial<IndexReport>): IndexReport => ({
   files_removed: 0,
   files_skipped: {},
   commits_added: 0,
+  commits_removed: 0,
   refs: 0,
   issues: 0,
   pull_requests: 0,
   comments: 0,
   orphan_comments: 0,
+  comments_deleted: 0,
   elapsed_ms: 12,
   warnings: [],
   ...r,
@@ -31,6 +33,18 @@ describe("reportSummary", () => {
   it("says what an import brought, without a row of zero files", () => {
     expect(reportSummary(report({ issues: 1, pull_requests: 2, comments: 5, elapsed_ms: 12_500 }))).toBe(
       "1 issue, 2 pull requests, 5 comments in 12.5 s",
+    );
+  });
+
+  it("says how many commits a rewritten history dropped", () => {
+    expect(reportSummary(report({ files_unchanged: 4, commits_added: 1, commits_removed: 1 }))).toBe(
+      "0 files indexed, 4 unchanged, 1 commit, 1 commit no branch reaches removed in 12 ms",
+    );
+  });
+
+  it("says how many comments a newer backup no longer holds", () => {
+    expect(reportSummary(report({ issues: 1, comments: 3, comments_deleted: 1 }))).toBe(
+      "1 issue, 3 comments, 1 comment deleted in 12 ms",
     );
   });
 

@@ -43,11 +43,25 @@ pub(super) fn backup_record(
             item.merged_at = time_field(merged, "created_at");
         }
     }
+    // The record is the item's whole timeline, and a pull request's whole review comments.
+    if o.get("events").is_some_and(Value::is_array) {
+        item.whole.extend(["comment", "review"]);
+    }
+    if is_pull && o.get("comments").is_some_and(Value::is_array) {
+        item.whole.push("review_comment");
+    }
     if !is_pull {
+        // The last closing, unless the issue was reopened after it.
         item.closed_by = events
             .iter()
             .rev()
-            .find(|e| e.get("event").and_then(Value::as_str) == Some("closed"))
+            .find(|e| {
+                matches!(
+                    e.get("event").and_then(Value::as_str),
+                    Some("closed" | "reopened")
+                )
+            })
+            .filter(|e| e.get("event").and_then(Value::as_str) == Some("closed"))
             .and_then(|e| str_field(e, "commit_id"));
     }
     sink.item(item)?;

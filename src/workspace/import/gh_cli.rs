@@ -53,6 +53,7 @@ pub(super) fn gh_cli_item(path: &Path, o: &Obj, sink: &mut Sink<'_>) -> Result<(
                 .map(str::to_string),
         ),
         closed_by: None,
+        whole: Vec::new(),
     })?;
     let nested = |key: &str| {
         o.get(key)

@@ -53,6 +53,10 @@ pub struct Item {
     /// The commit whose push closed the issue (its timeline's last "closed" event), when one
     /// did: a pull request's merge commit says which pull request fixed it.
     pub closed_by: Option<String>,
+    /// The kinds of comment this record lists in full (a backup record: the item with its
+    /// whole timeline), so that those it no longer lists were deleted; empty for the records
+    /// of a page, which hold some of an item's comments or none.
+    pub whole: Vec<&'static str>,
 }
 
 impl Item {
@@ -60,6 +64,15 @@ impl Item {
     /// the issue-shaped record of the same pull request).
     pub fn merge(&mut self, other: Item) {
         self.is_pr |= other.is_pr;
+        // When it was closed, merged, and by which commit, a whole record says even when the
+        // answer is none (reopened since, closed by hand); and an open item is neither closed
+        // nor merged. Kept from before, the old closing commit still linked the issue to the
+        // pull request that no longer fixed it.
+        if !other.whole.is_empty() || other.state.as_deref() == Some("open") {
+            self.closed_at = None;
+            self.merged_at = None;
+            self.closed_by = None;
+        }
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* };
         }
@@ -79,6 +92,11 @@ impl Item {
             merge_commit,
             closed_by
         );
+        for k in other.whole {
+            if !self.whole.contains(&k) {
+                self.whole.push(k);
+            }
+        }
         // "merged" says more than "closed", whichever record came last.
         match (&self.state, other.state) {
             (Some(s), Some(o)) if s == "merged" && o == "closed" => {}

@@ -51,6 +51,7 @@ pub(super) fn rest_item(path: &Path, o: &Obj) -> Result<Item, WorkspaceError> {
         // GitHub fills it for open pull requests too (a test merge): only a merge counts.
         merge_commit: merged_at.and(str_field(o, "merge_commit_sha")),
         closed_by: None,
+        whole: Vec::new(),
     })
 }
 

@@ -41,12 +41,66 @@ pub(super) fn index_commits(
         report.commits_added += 1;
         Ok(())
     })?;
+    report.commits_removed += remove_unreachable(conn, repo, git, on_event)?;
     read_missing_changes(conn, repo, git, on_event)
+}
+
+/// Removes the commits no branch, tag or HEAD reaches any more (amended, rebased, dropped by
+/// a force-push, on a deleted branch), with their files and search entries: kept, an amended
+/// commit was listed and found beside its new version, and opening it failed once git had
+/// pruned it. How many.
+fn remove_unreachable(
+    conn: &mut Connection,
+    repo: &Repo,
+    git: &GitRepo,
+    on_event: &mut dyn FnMut(IndexEvent),
+) -> Result<u64, WorkspaceError> {
+    let stored: Vec<(i64, String, String)> = {
+        let mut stmt = conn
+            .prepare("SELECT id, hash, parents FROM commits WHERE repo_id = ?1")
+            .map_err(db_err("reading indexed commits"))?;
+        let rows = stmt
+            .query_map([repo.id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(db_err("reading indexed commits"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(db_err("reading indexed commits"))?
+    };
+    let parents: HashMap<&str, &str> = stored
+        .iter()
+        .map(|(_, h, p)| (h.as_str(), p.as_str()))
+        .collect();
+    let tips: Vec<String> = git.tips()?.iter().map(|t| t.to_string()).collect();
+    let mut reached: HashSet<&str> = HashSet::new();
+    let mut todo: Vec<&str> = tips.iter().map(String::as_str).collect();
+    while let Some(h) = todo.pop() {
+        if let Some((hash, ps)) = parents.get_key_value(h) {
+            if reached.insert(hash) {
+                todo.extend(ps.split_whitespace());
+            }
+        }
+    }
+    let gone: Vec<i64> = stored
+        .iter()
+        .filter(|(_, h, _)| !reached.contains(h.as_str()))
+        .map(|(id, _, _)| *id)
+        .collect();
+    if gone.is_empty() {
+        return Ok(0);
+    }
+    in_batches(conn, repo, on_event, &gone, |tx, id| {
+        delete_docs(tx, "commit", *id)?;
+        exec(tx, "DELETE FROM commit_files WHERE commit_id = ?1", [id])
+            .map_err(db_err("removing a commit no branch reaches"))?;
+        exec(tx, "DELETE FROM commits WHERE id = ?1", [id])
+            .map_err(db_err("removing a commit no branch reaches"))?;
+        Ok(())
+    })?;
+    Ok(gone.len() as u64)
 }
 
 /// Gives the commits indexed before their changed lines were (migration 13) those lines, so a
 /// workspace gains them at its next index without losing its commits meanwhile; a commit the
-/// repository no longer has keeps its message's entry alone.
+/// repository does not hold keeps its message's entry alone.
 fn read_missing_changes(
     conn: &mut Connection,
     repo: &Repo,

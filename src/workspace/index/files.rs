@@ -59,11 +59,15 @@ pub(super) fn index_files(
 
     // The walk honours .gitignore (and .ignore) files, keeps hidden files (.github/ and the
     // like are part of a project) but not .git itself, and does not follow symbolic links: a
-    // link may point anywhere on the disk.
+    // link may point anywhere on the disk. Only the ignore files within the root count: with
+    // `require_git(false)` the walker no longer stops at the repository's root when it reads
+    // the parents' ignore files, so a `*` in a .gitignore above it (a home folder kept under
+    // git for its dotfiles) left the index empty.
     let mut walked = Vec::new();
     for entry in ignore::WalkBuilder::new(root)
         .follow_links(false)
         .hidden(false)
+        .parents(false)
         .require_git(false)
         .git_global(false)
         .filter_entry(|e| e.file_name() != ".git")

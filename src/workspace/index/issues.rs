@@ -1,7 +1,7 @@
 //! Imported exports written to the database: issues and pull requests merged with what the
 //! workspace has, their comments, and the search entries of every item an import touched.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
@@ -23,7 +23,8 @@ pub(super) fn write_import(
     on_event: &mut dyn FnMut(IndexEvent),
 ) -> Result<IndexReport, WorkspaceError> {
     let tx = begin_write(conn, slug, on_event)?;
-    let repo = match crate::workspace::repo_where(&tx, "remote = ?1", params![slug])? {
+    let repo = match crate::workspace::repo_where(&tx, "remote = ?1 COLLATE NOCASE", params![slug])?
+    {
         Some(r) => r,
         None => {
             let name = crate::workspace::unique_name(&tx, slug)?;
@@ -44,17 +45,33 @@ pub(super) fn write_import(
     let mut touched: HashSet<i64> = HashSet::new();
     // Comments whose item has not been seen yet (it may come later in the export).
     let mut pending: Vec<Comment> = Vec::new();
+    // Items whose record lists these kinds of comment in full, and the comments it listed:
+    // the others of those kinds were deleted since the last import.
+    let mut whole: HashMap<i64, WholeRecord> = HashMap::new();
     let mut done = 0u64;
     let stats = import::read_stream(path, &mut |record| {
         match record {
             Record::Item(item) => {
-                touched.insert(upsert_item(&tx, repo.id, item, &mut report)?);
+                let kinds = item.whole.clone();
+                let id = upsert_item(&tx, repo.id, item, &mut report)?;
+                touched.insert(id);
+                if !kinds.is_empty() {
+                    let entry = whole.entry(id).or_default();
+                    for k in kinds {
+                        if !entry.0.contains(&k) {
+                            entry.0.push(k);
+                        }
+                    }
+                }
             }
             Record::Comment(c) => match issue_id(&tx, repo.id, c.number)? {
                 Some(id) => {
                     insert_comment(&tx, id, &c)?;
                     report.comments += 1;
                     touched.insert(id);
+                    if let Some((_, listed)) = whole.get_mut(&id) {
+                        listed.insert((c.kind, c.external_id.clone()));
+                    }
                 }
                 None => pending.push(c),
             },
@@ -79,6 +96,9 @@ pub(super) fn write_import(
             }
             None => report.orphan_comments += 1,
         }
+    }
+    for (id, (kinds, listed)) in &whole {
+        report.comments_deleted += delete_unlisted_comments(&tx, *id, kinds, listed)? as u64;
     }
     // Oldest first, so that the search index's row order is the order the items were opened
     // in (a search over too many matches ranks the newest rows), whatever order the export
@@ -136,6 +156,41 @@ pub(super) fn write_import(
         total: done,
     });
     Ok(report)
+}
+
+/// The kinds of comment an item's record lists in full, and the comments (kind, id) it lists.
+type WholeRecord = (Vec<&'static str>, HashSet<(&'static str, String)>);
+
+/// Deletes the comments of item `issue_id` of `kinds` that are not in `listed`; how many.
+fn delete_unlisted_comments(
+    tx: &Transaction<'_>,
+    issue_id: i64,
+    kinds: &[&'static str],
+    listed: &HashSet<(&'static str, String)>,
+) -> Result<usize, WorkspaceError> {
+    let stored: Vec<(i64, String, String)> = {
+        let mut st = tx
+            .prepare_cached("SELECT id, kind, external_id FROM comments WHERE issue_id = ?1")
+            .map_err(db_err("reading an item's comments"))?;
+        let rows = st
+            .query_map([issue_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(db_err("reading an item's comments"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(db_err("reading an item's comments"))?
+    };
+    let mut deleted = 0;
+    for (id, kind, external_id) in stored {
+        let Some(kind) = kinds.iter().find(|k| **k == kind) else {
+            continue;
+        };
+        if !listed.contains(&(*kind, external_id)) {
+            exec(tx, "DELETE FROM comments WHERE id = ?1", params![id])
+                .map_err(db_err("deleting a comment deleted on GitHub"))?;
+            delete_docs(tx, "comment", id)?;
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
 }
 
 fn issue_id(
@@ -212,6 +267,7 @@ fn upsert_item(
                         draft: r.get(14)?,
                         merge_commit: r.get(15)?,
                         closed_by: r.get(16)?,
+                        whole: Vec::new(),
                     },
                 ))
             },

@@ -66,12 +66,16 @@ pub struct IndexReport {
     /// Files not indexed, by reason (binary, too large, unreadable, not UTF-8...).
     pub files_skipped: BTreeMap<String, u64>,
     pub commits_added: u64,
+    /// Commits no branch, tag or HEAD reaches any more (amended, rebased, force-pushed away).
+    pub commits_removed: u64,
     pub refs: u64,
     pub issues: u64,
     pub pull_requests: u64,
     pub comments: u64,
     /// Comments whose issue is in neither this import nor the workspace.
     pub orphan_comments: u64,
+    /// Comments an item's whole record (a backup's) no longer lists: deleted on GitHub since.
+    pub comments_deleted: u64,
     pub elapsed_ms: f64,
     pub warnings: Vec<String>,
 }
