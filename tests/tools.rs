@@ -521,3 +521,79 @@ fn show_commit_opens_a_commit_whose_diff_is_past_the_limit() {
     assert!(out.contains("[diff cut"), "{out}");
     assert!(!out.contains("+c.txt line 2000"), "{out}");
 }
+
+/// An indexed file swapped for a symbolic link after indexing is not read through it, even to a
+/// file inside the repository: the check resolved every link and then opened the resolved
+/// path, so `README.md` made a link to the ignored `.env` showed its secret to `read_file` and
+/// `search_code` (found in review).
+#[test]
+fn a_file_swapped_for_a_link_inside_the_repo_is_not_read() {
+    let f = fixture();
+    let repo = f._dir.path().join("app");
+    std::fs::remove_file(repo.join("README.md")).unwrap();
+    std::os::unix::fs::symlink(".env", repo.join("README.md")).unwrap();
+    let read = f
+        .tools
+        .call("read_file", json!({"repo": "app", "path": "README.md"}))
+        .map(|o| o.text);
+    let grep = f
+        .tools
+        .call(
+            "search_code",
+            json!({"query": "TOKEN=abc", "mode": "exact"}),
+        )
+        .map(|o| o.text);
+    assert!(
+        !matches!(&read, Ok(t) if t.contains("TOKEN=abc"))
+            && !matches!(&grep, Ok(t) if t.contains("README.md:1")),
+        "read_file: {read:?}\nsearch_code: {grep:?}"
+    );
+    // The other files still read.
+    let out = text(
+        &f,
+        "read_file",
+        json!({"repo": "app", "path": "src/net/client.rs"}),
+    );
+    assert!(out.contains("retry_with_backoff(3)"), "{out}");
+}
+
+/// A line longer than the read's byte budget (minified code) is shown cut, not skipped: the
+/// slice held no line, pointed past it, and that line could never be read (found in review).
+#[test]
+fn a_line_past_the_byte_limit_is_shown_cut_not_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("app");
+    std::fs::create_dir_all(&repo).unwrap();
+    let (t, who) = ("2024-01-01T00:00:00Z", ("Ann", "ann@x.org"));
+    git(&repo, &["init", "-q", "-b", "main"], t, who);
+    let long = format!(
+        "const DATA = \"{}\"; // the answer is here",
+        "é".repeat(7_000)
+    );
+    std::fs::write(repo.join("data.js"), format!("// header\n{long}\nend();\n")).unwrap();
+    git(&repo, &["add", "-A"], t, who);
+    git(&repo, &["commit", "-q", "-m", "data"], t, who);
+    let ws = Arc::new(Workspace::open_at(&dir.path().join("home/workspace.db")).unwrap());
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("app", &mut |_| {}).unwrap();
+    let tools = all_tools(ws).unwrap();
+    let first = tools
+        .call("read_file", json!({"path": "data.js"}))
+        .unwrap()
+        .text;
+    assert!(first.contains("start_line 2"), "{first}");
+    let next = tools
+        .call("read_file", json!({"path": "data.js", "start_line": 2}))
+        .unwrap()
+        .text;
+    assert!(
+        next.contains("2  const DATA") && next.contains("this line cut"),
+        "{next}"
+    );
+    assert!(next.contains("start_line 3"), "{next}");
+    let last = tools
+        .call("read_file", json!({"path": "data.js", "start_line": 3}))
+        .unwrap()
+        .text;
+    assert!(last.contains("3  end();"), "{last}");
+}

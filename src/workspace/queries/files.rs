@@ -93,6 +93,20 @@ impl Workspace {
         let mut truncated = false;
         for line in all.iter().take(end).skip(start - 1) {
             if lines.len() >= max_lines || bytes_used + line.len() > max_bytes {
+                // A first line longer than the whole budget (minified code, data) is shown cut
+                // rather than left out: left out, the slice held no line and pointed past it,
+                // so that line could never be read.
+                if lines.is_empty() && max_lines > 0 {
+                    let mut cut = max_bytes.min(line.len());
+                    while !line.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    lines.push(format!(
+                        "{}… [this line cut: {cut} of its {} bytes shown]",
+                        &line[..cut],
+                        line.len()
+                    ));
+                }
                 truncated = true;
                 break;
             }

@@ -79,7 +79,10 @@ pub(crate) fn read_confined_in(
             real.display()
         )));
     }
-    crate::safe_open::read_regular(&real, crate::safe_open::Links::Refuse, max)
+    // The path as indexed, not the resolved one: opening `real` followed the final link
+    // already, so a file swapped for a link to another file of the repository (an ignored
+    // `.env`) was read through it.
+    crate::safe_open::read_regular(&full, crate::safe_open::Links::Refuse, max)
         .map_err(|e| WorkspaceError::Refused(format!("{rel} cannot be read: {e}")))
 }
 
