@@ -107,7 +107,15 @@ impl Agent<'_> {
                 // Issue and pull request bodies come with Windows line ends: a model reads
                 // lines, and with the CRs Qwen2.5-Coder-1.5B judged an issue it accepted
                 // without them (issue 22) not to answer the question.
-                let text = cap(&text.replace("\r\n", "\n"), limit);
+                let whole = text.replace("\r\n", "\n");
+                let text = cap(&whole, limit);
+                // What the cut left out was never seen: an item mentioned only there is not
+                // one the answer may cite (the grammar offered it, and the check let it pass).
+                let items = if text.len() < whole.len() {
+                    items.into_iter().filter(|l| mentioned(&text, l)).collect()
+                } else {
+                    items
+                };
                 let step = state.steps.len();
                 let shown = state
                     .calls
@@ -205,6 +213,27 @@ impl Agent<'_> {
 }
 
 /// At most `max` characters, with a note saying how much was cut.
+/// Whether `text` names item `l` as the tools write it: `#12`, a path, a hash's first seven
+/// characters.
+fn mentioned(text: &str, l: &Locator) -> bool {
+    match l {
+        Locator::Issue { number, .. } | Locator::PullRequest { number, .. } => {
+            let tag = format!("#{number}");
+            text.match_indices(&tag).any(|(at, _)| {
+                !text[at + tag.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+            })
+        }
+        Locator::File { path, .. } => text.contains(path.as_str()),
+        Locator::Commit { hash, .. } => {
+            let short: String = hash.chars().take(7).collect();
+            text.contains(&short)
+        }
+    }
+}
+
 fn cap(text: &str, max: usize) -> String {
     let total = text.chars().count();
     if total <= max {

@@ -719,3 +719,65 @@ fn after_an_unchecked_opening_the_model_decides_on_the_item_first() {
         }
     }
 }
+
+/// Lists 100 issues, one a line, more than an observation holds.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct ManyInput {}
+
+struct Many;
+
+impl Tool for Many {
+    const NAME: &'static str = "list_many";
+    type Input = ManyInput;
+    fn run(&self, _: ManyInput) -> Result<ToolOutput, ToolError> {
+        let text: String = (1..=100)
+            .map(|n| {
+                format!("{n}. [issue] #{n} A title long enough to take a line (repo acme/app)\n")
+            })
+            .collect();
+        Ok(ToolOutput::new(text, ())
+            .with_items((1..=100).map(|n| Locator::issue_or_pr("acme/app", n, false))))
+    }
+}
+
+/// An item mentioned only in the part of a result that the observation's cut left out was
+/// never seen: the answer's grammar does not offer it, and citing it by its text is flagged.
+/// The cut kept the text short but every item counted as seen (found in review).
+#[test]
+fn an_item_cut_from_the_observation_is_not_seen() {
+    let p = Protocol::JsonTyped;
+    let mut tools = ToolRegistry::new();
+    tools.register(Many).unwrap();
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "list_many", json!({}))),
+        FakeTurn::text(&final_with(p, &["acme/app#3"], "It is #3, or #100.")),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            protocol: p,
+            max_steps: 4,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "Which issue?");
+    let shown = outcome.steps[0].observation.clone().unwrap();
+    assert!(
+        shown.contains("[cut: ") && !shown.contains("#100 "),
+        "{shown}"
+    );
+    let grammar = model.requests()[1].grammar.clone().unwrap();
+    assert!(grammar.contains("acme/app#3"), "what was shown is offered");
+    assert!(
+        !grammar.contains("acme/app#100"),
+        "what was cut is not offered"
+    );
+    let last = outcome.steps.last().unwrap();
+    assert!(
+        last.unseen.iter().any(|u| u.contains("100")),
+        "{:?}",
+        last.unseen
+    );
+}
