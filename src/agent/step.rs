@@ -258,7 +258,9 @@ impl Agent<'_> {
     }
 
     /// One generation: text, usage and why it stopped; tokens streamed to `on_token`. The
-    /// run's cancel token stops the generation at its next token.
+    /// run's cancel token stops the generation, while the prompt is evaluated as well as
+    /// between tokens: checked only as tokens came, a stop pressed during a long prompt's
+    /// evaluation (seconds on a CPU) waited for it to end.
     pub(super) fn generate(
         &self,
         request: GenerateRequest,
@@ -267,11 +269,26 @@ impl Agent<'_> {
     ) -> Result<(String, Usage, StopReason), AgentError> {
         let generation = self.model.generate(request)?;
         let stop_generation = generation.cancel_token();
-        let c = generation.wait(|t| {
-            on_token(t);
-            if cancel.is_cancelled() {
-                stop_generation.cancel();
-            }
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let c = std::thread::scope(|s| {
+            let watcher = s.spawn(|| {
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    if cancel.is_cancelled() {
+                        stop_generation.cancel();
+                        return;
+                    }
+                    std::thread::park_timeout(std::time::Duration::from_millis(20));
+                }
+            });
+            let c = generation.wait(|t| {
+                on_token(t);
+                if cancel.is_cancelled() {
+                    stop_generation.cancel();
+                }
+            });
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            watcher.thread().unpark();
+            c
         })?;
         Ok((c.text, c.usage, c.stop_reason))
     }

@@ -72,6 +72,9 @@ pub struct FakeModel {
     context_length: usize,
     state: Arc<Mutex<State>>,
     template: Arc<Result<ChatTemplate, TemplateError>>,
+    /// How long evaluating each prompt takes before the first token (stopped by a cancel,
+    /// as the engine's prefill is).
+    prefill: std::time::Duration,
 }
 
 impl std::fmt::Debug for FakeModel {
@@ -92,7 +95,14 @@ impl FakeModel {
                 ..Default::default()
             })),
             template: Arc::new(ChatTemplate::chatml()),
+            prefill: std::time::Duration::ZERO,
         }
+    }
+
+    /// Takes `d` to evaluate each prompt before its first token, as a long prompt on a CPU does.
+    pub fn with_prefill(mut self, d: std::time::Duration) -> Self {
+        self.prefill = d;
+        self
     }
 
     pub fn with_context_length(mut self, n: usize) -> Self {
@@ -206,6 +216,7 @@ impl LanguageModel for FakeModel {
         let stop = request.stop.clone();
         let max_tokens = request.max_tokens;
         let window = self.context_length;
+        let prefill = self.prefill;
         // A thread, like the real engine: events arrive asynchronously and cancellation races
         // with generation the same way.
         std::thread::spawn(move || {
@@ -221,6 +232,10 @@ impl LanguageModel for FakeModel {
                 FakeTurn::Error(e) => (Vec::new(), Some(e)),
             };
             let mut reason = StopReason::EndOfTurn;
+            let evaluated = Instant::now() + prefill;
+            while Instant::now() < evaluated && !sink.is_cancelled() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             for chunk in chunks {
                 if sink.is_cancelled() {
                     reason = StopReason::Cancelled;

@@ -193,3 +193,31 @@ fn the_agent_benchmark_accounts_for_each_step() {
         "{text}"
     );
 }
+
+/// Stop ends a run while the model evaluates its prompt, not once the first token comes: the
+/// run's cancel reached the generation only from the token callback, so a stop pressed 0.2 s
+/// into a 4 s prompt evaluation ended the run after 4 s (found in review).
+#[test]
+fn stop_during_the_prompts_evaluation_ends_the_run_then() {
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([FakeTurn::text(&answer(p, "never read"))])
+        .with_prefill(std::time::Duration::from_secs(4));
+    let agent = Agent::new(&model, &tools, config(p)).unwrap();
+    let cancel = CancelToken::new();
+    let c = cancel.clone();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        c.cancel();
+    });
+    let started = std::time::Instant::now();
+    let outcome = agent.run("task", &cancel, &mut |_| {});
+    let took = started.elapsed();
+    stopper.join().unwrap();
+    assert_eq!(outcome.status, RunStatus::Cancelled);
+    assert!(
+        took < std::time::Duration::from_secs(2),
+        "ended after {took:?}"
+    );
+}
