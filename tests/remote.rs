@@ -603,3 +603,21 @@ fn a_remote_backend_is_added_by_name_listed_used_and_removed() {
         "removing it twice says it is not there"
     );
 }
+
+/// A stream whose body ends after its finish reason without `[DONE]` counts as whole, and its
+/// tool calls are passed on: they were flushed at `[DONE]` alone, so the step got an empty
+/// reply (found in review).
+#[test]
+fn streamed_tool_calls_survive_a_stream_without_done() {
+    let s = fault_server("tools-no-done");
+    let m = RemoteModel::connect(RemoteOptions::new(&s.url)).unwrap();
+    let c = m
+        .generate(chat("weather in Paris?"))
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert!(
+        c.text.contains("get_weather") && c.text.contains("Paris"),
+        "the call was lost: {c:?}"
+    );
+}

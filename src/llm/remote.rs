@@ -1026,8 +1026,11 @@ impl Inner {
                 }
             };
             let Some(chunk) = chunk else {
-                // The body ended without `[DONE]`: the server went away mid-stream.
+                // The body ended without `[DONE]`: the server went away mid-stream. After the
+                // finish reason the reply is whole, its tool calls too (they were passed on at
+                // `[DONE]` alone, so a server that omits it lost them).
                 if progress.finish.is_some() {
+                    self.flush_tool_calls(sink, progress);
                     return Ok(());
                 }
                 return Err(StreamEnd::Failed(remote_err(

@@ -7,7 +7,8 @@ library only.
 
     python3 fault_server.py MODE   -> prints the port, then serves until killed
 
-MODE: cut | malformed | busy-then-ok | unauthorized | silent | error-event | no-llguidance
+MODE: cut | malformed | busy-then-ok | unauthorized | silent | error-event | no-llguidance |
+      tools-no-done (a tool call, its finish reason, then the body ends without [DONE])
 """
 import json
 import sys
@@ -70,6 +71,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"data: {payload}\n\n".encode())
             self.wfile.flush()
 
+        if MODE == "tools-no-done":
+            call = {"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})}}
+            event({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]})
+            event({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+            self.close_connection = True
+            return
         event(chunk("Hello"))
         if MODE == "cut":
             self.close_connection = True

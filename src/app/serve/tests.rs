@@ -693,3 +693,30 @@ fn a_started_server_stops_at_once_with_a_reply_in_progress() {
     assert!(answered.is_err(), "{answered:?}");
     drop(busy);
 }
+
+/// OpenAI's schema allows `null` for `stream` (and its options): read as not streaming, where it
+/// was refused with a 400 "invalid type: null, expected a boolean" (found in review).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_null_stream_is_read_as_not_streaming() {
+    let (url, _) = start(
+        FakeModel::new([FakeTurn::text("ok"), FakeTurn::text("ok")]),
+        ServeOptions::default(),
+    )
+    .await;
+    let (status, v) = post(
+        &url,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "hi"}], "stream": null,
+               "stream_options": {"include_usage": null}, "ignore_eos": null}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["choices"][0]["message"]["content"], "ok", "{v}");
+    let (status, v) = post(
+        &url,
+        "/v1/completions",
+        json!({"prompt": "hi", "stream": null}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+}

@@ -143,12 +143,22 @@ impl Stop {
     }
 }
 
+/// `null`, which OpenAI's schema allows for its optional fields, read as the field's default
+/// (`"stream": null` was refused with a 400).
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
 /// What both completion endpoints share: sampling, limits and streaming.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Common {
     #[serde(default)]
     pub model: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub stream: bool,
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
@@ -178,13 +188,13 @@ pub struct Common {
     #[serde(default)]
     pub logit_bias: Option<serde_json::Map<String, Value>>,
     /// vLLM's extension: never end the turn before `max_tokens` (benchmarks).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub ignore_eos: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct StreamOptions {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub include_usage: bool,
 }
 
