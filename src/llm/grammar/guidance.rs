@@ -94,10 +94,17 @@ pub(crate) fn strict_json_schema(schema: &Value) -> Value {
 /// Sets `additionalProperties: false` on every object schema that lists properties and says
 /// nothing about others, walking only the places where JSON Schema nests schemas.
 fn close_objects(schema: &mut Value) {
+    close_objects_but(schema, false)
+}
+
+/// As `close_objects`, leaving `schema` itself open where `open` (a branch of `allOf`, whose
+/// object is the union of the branches' properties: closed, each branch forbade the others',
+/// and a valid schema was refused as unsatisfiable). What it nests is closed.
+fn close_objects_but(schema: &mut Value, open: bool) {
     let Value::Object(o) = schema else {
         return;
     };
-    if o.contains_key("properties") && !o.contains_key("additionalProperties") {
+    if !open && o.contains_key("properties") && !o.contains_key("additionalProperties") {
         o.insert("additionalProperties".into(), Value::Bool(false));
     }
     for (key, sub) in o.iter_mut() {
@@ -109,9 +116,14 @@ fn close_objects(schema: &mut Value) {
                 }
             }
             // Lists of schemas.
-            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+            "anyOf" | "oneOf" | "prefixItems" => {
                 if let Value::Array(a) = sub {
                     a.iter_mut().for_each(close_objects);
+                }
+            }
+            "allOf" => {
+                if let Value::Array(a) = sub {
+                    a.iter_mut().for_each(|b| close_objects_but(b, true));
                 }
             }
             // A schema, or (for old-style tuples) a list of them.

@@ -135,4 +135,20 @@ mod tests {
         let e = Grammar::Gbnf("root ::= (".into()).validate().unwrap_err();
         assert!(matches!(e, GrammarError::Syntax { .. }), "{e}");
     }
+
+    /// A schema composed with `allOf` (OpenAPI's way to extend an object) takes the union of
+    /// its branches' properties. Each branch was closed to properties it does not list, so each
+    /// forbade the others' and the schema was refused as unsatisfiable (found in review); what
+    /// the branches nest is still closed.
+    #[test]
+    fn an_all_of_of_objects_accepts_their_union() {
+        let g = Grammar::JsonSchema(serde_json::json!({"allOf": [
+            {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+            {"type": "object", "properties": {"b": {"type": "object",
+                "properties": {"c": {"type": "integer"}}, "required": ["c"]}}, "required": ["b"]}]}));
+        let r = g.validate();
+        assert!(r.is_ok(), "a satisfiable schema is refused: {r:?}");
+        assert_eq!(g.accepts("{\"a\": \"x\", \"b\": {\"c\": 1}}"), Ok(true));
+        assert_eq!(g.accepts("{\"a\": \"x\", \"b\": {\"c\": 1, \"d\": 2}}"), Ok(false));
+    }
 }
