@@ -12,6 +12,7 @@ use super::config::{AgentConfig, Clock, SystemClock};
 use super::context::template_shows_tools;
 use super::events::{AgentError, AgentEvent, RunOutcome};
 use super::hooks::{Hook, HookContext, Hooks};
+use super::meta;
 use super::prompt::{PromptTemplate, PromptVars, Turn};
 use super::record::{RunStatus, StepRecord};
 use super::state::{plan_text, RunState};
@@ -167,6 +168,7 @@ impl<'a> Agent<'a> {
         let mut state = self.new_state(&record.task, Some(handle));
         for step in record.steps {
             state.plan = TodoList::from_items(step.todos.clone());
+            self.replay_toolbelt(&mut state, &step);
             state.turns.push(self.replay_turn(&step)?);
             state.steps.push(step);
         }
@@ -177,6 +179,27 @@ impl<'a> Agent<'a> {
             model: self.model.descriptor().name,
         });
         Ok(self.drive(state, cancel, on_event))
+    }
+
+    /// What a replayed step did to the toolbelt, done again: the tools it added are in it, the
+    /// ones it removed are not. Without it a resumed run started from the first toolbelt, so
+    /// a tool added before the stop was gone, and adding it again was out of the grammar (the
+    /// same call was made already).
+    fn replay_toolbelt(&self, state: &mut RunState, step: &StepRecord) {
+        let Some(action) = &step.action else { return };
+        let Some(name) = action.args.get("name").and_then(|v| v.as_str()) else {
+            return;
+        };
+        let Some(spec) = self.tools.spec(name) else {
+            return;
+        };
+        match action.tool.as_str() {
+            meta::TOOLBELT_ADD if !state.active.contains(&spec.name) => {
+                state.active.push(spec.name.clone())
+            }
+            meta::TOOLBELT_REMOVE => state.active.retain(|n| *n != spec.name),
+            _ => {}
+        }
     }
 
     fn replay_turn(&self, step: &StepRecord) -> Result<Turn, AgentError> {

@@ -221,3 +221,63 @@ fn stop_during_the_prompts_evaluation_ends_the_run_then() {
         "ended after {took:?}"
     );
 }
+
+/// A resumed run keeps the tools its toolbelt added before it stopped: it started again from
+/// the first toolbelt, so the tool was gone, and adding it again was out of the grammar, since
+/// the same call had been made (found in review).
+#[test]
+fn a_resumed_run_keeps_the_tools_its_toolbelt_added() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    // No share of the context for tools: the run starts with the meta-tools alone.
+    let belt = || AgentConfig {
+        toolbelt_share: 0.0,
+        max_steps: 6,
+        ..config(p)
+    };
+    struct Crash;
+    impl Hook for Crash {
+        fn on_step(
+            &self,
+            _: &HookContext<'_>,
+            _: &burrow::agent::record::StepRecord,
+        ) -> burrow::agent::hooks::HookVerdict {
+            burrow::agent::hooks::HookVerdict::Stop("crash".into())
+        }
+    }
+    let model = FakeModel::new([FakeTurn::text(&call(
+        p,
+        "toolbelt_add_tool",
+        json!({"name": "lookup"}),
+    ))]);
+    let agent = Agent::new(&model, &tools, belt())
+        .unwrap()
+        .with_store(&ws)
+        .with_hook(Arc::new(Crash));
+    let (outcome, _) = run(&agent, "find wallets");
+    let id = outcome.run_id.unwrap();
+    let sql = rusqlite::Connection::open(&db).unwrap();
+    sql.execute(
+        "UPDATE runs SET status = 'running', ended_at = NULL, started_at = started_at - 60 WHERE id = ?1",
+        [id],
+    )
+    .unwrap();
+    assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
+
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
+        FakeTurn::text(&answer(p, "See #918.")),
+    ]);
+    let agent = Agent::new(&model, &tools, belt()).unwrap().with_store(&ws);
+    let outcome = agent.resume(id, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert_eq!(
+        outcome.steps[1].observation.as_deref(),
+        Some("wallet: see issue #918"),
+        "{outcome:?}"
+    );
+}
