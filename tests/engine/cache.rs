@@ -329,3 +329,40 @@ fn a_new_load_starts_warm_from_the_state_left_on_disk() {
     assert!(std::fs::metadata(&file).unwrap().len() > 1000);
     third.shutdown();
 }
+
+/// A prompt that extends the last one mid-word (an editor asking between keystrokes) is
+/// tokenized as it would be alone, and answers as it does alone: the cached tokens of the old
+/// prompt were kept and only its extension tokenized, so " Fr" + "ance" stood where " France"
+/// does, and the same greedy request answered otherwise (found in review). The tokens it shares
+/// with the cache are still not evaluated again.
+#[test]
+fn a_prompt_extending_the_last_one_mid_word_is_tokenized_as_alone() {
+    let (_g, model) = common::model();
+    let run = |p: &str, n: usize| {
+        model
+            .generate(
+                GenerateRequest::text(p)
+                    .sampling(SamplingParams::greedy())
+                    .max_tokens(n),
+            )
+            .unwrap()
+            .complete()
+            .unwrap()
+    };
+    let full = "The capital of France is";
+    model.clear_cache().unwrap();
+    let alone = run(full, 12);
+    let alone_tokens = model
+        .prompt_tokens(&Prompt::Text(full.into()))
+        .unwrap()
+        .len();
+    assert_eq!(alone.usage.prompt_tokens, alone_tokens);
+    model.clear_cache().unwrap();
+    run("The capital of Fr", 1);
+    let after = run(full, 12);
+    assert_eq!(
+        (after.usage.prompt_tokens, after.text.as_str()),
+        (alone_tokens, alone.text.as_str())
+    );
+    assert!(after.usage.cached_tokens >= 3, "{:?}", after.usage);
+}

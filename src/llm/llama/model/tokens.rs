@@ -31,8 +31,12 @@ impl LoadedModel {
     }
 
     /// Tokenizes a prompt for generation: where it continues the sequence the KV cache holds
-    /// (the last prompt, then what the model wrote), that part keeps the cached tokens, the
-    /// generated ones as sampled, and only the rest is tokenized.
+    /// through what the model wrote (the last prompt, then its reply replayed), that part keeps
+    /// the cached tokens, the generated ones as sampled, and only the rest is tokenized. A
+    /// prompt that only extends the last prompt's text is tokenized whole, as it would be
+    /// alone, and the cache reuses the tokens it shares: spliced at the old prompt's end, a
+    /// prompt extending it mid-word ("… of Fr" then "… of France is") was split there, and the
+    /// same greedy request answered otherwise than it did alone.
     pub(super) fn tokenize_after_last(
         &self,
         model: &LlamaModel,
@@ -41,6 +45,7 @@ impl LoadedModel {
         let reuse = lock(&self.last)
             .as_ref()
             .and_then(|last| continuation(last, segments).map(|(n, rest)| (last, n, rest)))
+            .filter(|(_, n, _)| *n > 0)
             .map(|(last, n, rest)| {
                 let mut tokens = last.prompt.clone();
                 tokens.extend(last.generated[..n].iter().map(|(t, _)| *t));
