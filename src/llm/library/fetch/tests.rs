@@ -562,3 +562,126 @@ fn wheels_are_matched_by_normalized_name_and_exact_version() {
     );
     assert_eq!(picked.map(|(n, _)| n), Some("p-1-py3-none-any.whl"));
 }
+
+/// A download whose reader stops at `pause` bytes until told to go on (or, with `fail`, fails
+/// there once told), saying when it has got there.
+struct Gated {
+    content: Vec<u8>,
+    pause: usize,
+    fail: bool,
+    at_pause: std::sync::mpsc::SyncSender<()>,
+    go_on: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+}
+
+struct GatedReader {
+    content: Vec<u8>,
+    pos: usize,
+    pause: usize,
+    fail: bool,
+    at_pause: Option<std::sync::mpsc::SyncSender<()>>,
+    go_on: Option<std::sync::mpsc::Receiver<()>>,
+}
+
+impl Read for GatedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.pause {
+            if let (Some(tell), Some(wait)) = (self.at_pause.take(), self.go_on.take()) {
+                tell.send(()).unwrap();
+                wait.recv().unwrap();
+                if self.fail {
+                    return Err(std::io::Error::other("connection reset"));
+                }
+            }
+        }
+        let end = if self.pos < self.pause {
+            self.pause
+        } else {
+            self.content.len()
+        };
+        let n = buf.len().min(end - self.pos).min(256 << 10);
+        buf[..n].copy_from_slice(&self.content[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl Fetcher for Gated {
+    fn find_wheel(&self, package: &str, _: &str) -> Result<RemoteFile, FetchError> {
+        unreachable!("{package}")
+    }
+    fn open(&self, _url: &str) -> Result<Download, FetchError> {
+        Ok(Download {
+            reader: Box::new(GatedReader {
+                content: self.content.clone(),
+                pos: 0,
+                pause: self.pause,
+                fail: self.fail,
+                at_pause: Some(self.at_pause.clone()),
+                go_on: self.go_on.lock().unwrap().take(),
+            }),
+            length: Some(self.content.len() as u64),
+        })
+    }
+}
+
+/// Two fetches of one model at once (the app's Download and `burrow models fetch` in a
+/// terminal, which share no lock) never put a damaged file in place: they shared one `.part`,
+/// the second truncated it while the first wrote, and the first, which had hashed the bytes it
+/// sent, put in place a file whose start was zeros, said to be downloaded and verified (found
+/// in review).
+#[test]
+fn two_fetches_of_one_model_at_once_never_put_a_bad_file_in_place() {
+    use std::sync::mpsc::sync_channel;
+    let models = tempfile::tempdir().unwrap();
+    let content: Vec<u8> = (0..3u32 << 20).map(|i| (i % 251) as u8 + 1).collect();
+    let entry = CatalogueEntry {
+        sha256: hex(&Sha256::digest(&content)),
+        size: content.len() as u64,
+        sources: vec![Source::Url {
+            url: "https://example.org/tiny.gguf".into(),
+        }],
+        ..parted_model(models.path(), &[b"x"])
+    };
+    std::fs::remove_file(
+        models
+            .path()
+            .join("tiny_model_part1-0.2.0-py3-none-any.whl"),
+    )
+    .unwrap();
+    let gated = |fail: bool, pause: usize| {
+        let (at_pause, paused) = sync_channel(1);
+        let (go, go_on) = sync_channel(1);
+        (
+            Gated {
+                content: content.clone(),
+                pause,
+                fail,
+                at_pause,
+                go_on: std::sync::Mutex::new(Some(go_on)),
+            },
+            paused,
+            go,
+        )
+    };
+    let (first, first_paused, first_go) = gated(false, 2 << 20);
+    let (second, second_paused, second_go) = gated(true, 0);
+    std::thread::scope(|s| {
+        let a = s.spawn(|| fetch(&entry, models.path(), &first, &mut |_| {}));
+        first_paused.recv().unwrap();
+        let b = s.spawn(|| fetch(&entry, models.path(), &second, &mut |_| {}));
+        second_paused.recv().unwrap();
+        first_go.send(()).unwrap();
+        let a = a.join().unwrap();
+        let dest = models.path().join("tiny.gguf");
+        let placed_ok = !dest.exists() || is_verified(&dest, &entry).unwrap();
+        second_go.send(()).unwrap();
+        let _ = b.join().unwrap();
+        assert!(
+            placed_ok,
+            "the first fetch said {a:?}, but {} does not have the catalogue's sha256 \
+             (its first byte is {})",
+            dest.display(),
+            std::fs::read(&dest).unwrap()[0]
+        );
+    });
+}
