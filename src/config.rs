@@ -123,7 +123,8 @@ impl Config {
         })
     }
 
-    /// Writes atomically (temp file + rename), so a crash never leaves half a config.
+    /// Writes atomically (`safe_open::replace_file`), so a crash never leaves half a config,
+    /// and through a symbolic link to its target.
     pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
         let write_err = |source| ConfigError::Write {
             path: path.to_path_buf(),
@@ -132,13 +133,11 @@ impl Config {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(write_err)?;
         }
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        std::fs::write(&tmp, text).map_err(write_err)?;
-        std::fs::rename(&tmp, path).map_err(write_err)
+        crate::safe_open::replace_file(path, text.as_bytes()).map_err(write_err)
     }
 }
 
@@ -174,5 +173,37 @@ mod tests {
         std::fs::write(&p, "{\"model_dirz\": []}").unwrap();
         let e = Config::load(&p).unwrap_err().to_string();
         assert!(e.contains("config.json") && e.contains("model_dirz"), "{e}");
+    }
+
+    /// A config kept with one's dotfiles (a symbolic link to it) is saved through the link:
+    /// renamed over the link, the saved file was cut off from the copy it stood for (found in
+    /// review). No temporary file is left beside either.
+    #[test]
+    fn a_symlinked_config_is_saved_through_its_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let dotfiles = dir.path().join("dotfiles/burrow-config.json");
+        std::fs::create_dir_all(dotfiles.parent().unwrap()).unwrap();
+        std::fs::write(&dotfiles, "{}").unwrap();
+        let home = BurrowHome::new(dir.path().join("home"));
+        std::fs::create_dir_all(home.path()).unwrap();
+        std::os::unix::fs::symlink(&dotfiles, home.config_path()).unwrap();
+        let mut cfg = home.load_config().unwrap();
+        cfg.default_model = Some("qwen".into());
+        cfg.save(&home.config_path()).unwrap();
+        assert!(
+            std::fs::symlink_metadata(home.config_path())
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "the link was replaced by a file"
+        );
+        assert!(std::fs::read_to_string(&dotfiles).unwrap().contains("qwen"));
+        assert_eq!(
+            home.load_config().unwrap().default_model.as_deref(),
+            Some("qwen")
+        );
+        for d in [home.path(), dotfiles.parent().unwrap()] {
+            assert_eq!(std::fs::read_dir(d).unwrap().count(), 1, "{}", d.display());
+        }
     }
 }

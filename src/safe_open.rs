@@ -1,7 +1,8 @@
 //! Opening files whose paths come from outside (a repository, a model folder, an import): only
 //! regular files, and never in a way that can block. A FIFO named like a model or put in place
 //! of an indexed file hung `models list`, `read_file` and `search_code` (issue 17): opening a
-//! FIFO for reading waits for a writer, and reading a device may never end.
+//! FIFO for reading waits for a writer, and reading a device may never end. And replacing
+//! Burrow's own small files whole (`replace_file`).
 
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::{self, Read};
@@ -131,5 +132,38 @@ mod tests {
         let err = read_regular(&target, Links::Refuse, 9).unwrap_err();
         assert!(err.to_string().contains("larger than 9 bytes"), "{err}");
         assert_eq!(read_regular(&target, Links::Refuse, 10).unwrap().len(), 10);
+    }
+}
+
+/// Replaces the file at `path` with `bytes` whole: written beside it under a name of its own,
+/// then renamed over it, so a crash mid-write leaves the old file and two writers never share
+/// a temporary file. Where `path` is a symbolic link (a config kept with one's dotfiles), its
+/// target is replaced and the link stays: renamed over the link, the file was cut off from the
+/// copy it stood for.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut name = target.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}-{n}", std::process::id()));
+    let tmp = target.with_file_name(name);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(bytes)?;
+            f.sync_all()
+        });
+    match written.and_then(|()| std::fs::rename(&tmp, &target)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
     }
 }

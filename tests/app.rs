@@ -713,3 +713,33 @@ fn the_search_box_finds_items_and_says_how_it_ranked() {
         );
     }
 }
+
+/// MCP servers added to settings.json by hand while the app is open (the Settings screen cannot
+/// edit them yet) outlive the next change saved from the screen, which wrote the copy loaded at
+/// start back over them (found in review).
+#[test]
+fn a_setting_saved_by_the_app_keeps_mcp_servers_added_by_hand() {
+    let f = fixture();
+    let path = f.app.home().path().join("settings.json");
+    std::fs::create_dir_all(f.app.home().path()).unwrap();
+    std::fs::write(
+        &path,
+        json!({"mcp_servers": [{"name": "time", "command": "mcp-server-time"}]}).to_string(),
+    )
+    .unwrap();
+    // What the Settings screen sends when the temperature is changed.
+    let mut changed = f.app.settings();
+    changed.temperature = 0.7;
+    f.app.set_settings(changed).unwrap();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        saved["mcp_servers"].as_array().map(Vec::len),
+        Some(1),
+        "{saved:#}"
+    );
+    assert_eq!(
+        saved["temperature"].as_f64().map(|t| (t * 10.0).round()),
+        Some(7.0)
+    );
+}

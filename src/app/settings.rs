@@ -220,8 +220,9 @@ impl Settings {
         Ok(settings)
     }
 
-    /// Checks and writes the settings. The file is replaced whole (written beside it, then
-    /// renamed), so a crash mid-write leaves the previous settings.
+    /// Checks and writes the settings. The file is replaced whole (`safe_open::replace_file`:
+    /// written beside it, then renamed; through a symbolic link to its target), so a crash
+    /// mid-write leaves the previous settings.
     pub fn save(&self, home: &BurrowHome) -> Result<(), SettingsError> {
         self.validate()?;
         let path = Self::path(home);
@@ -230,16 +231,11 @@ impl Settings {
             source,
         };
         std::fs::create_dir_all(home.path()).map_err(io)?;
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| SettingsError::Invalid {
             field: "settings",
             reason: e.to_string(),
         })?;
-        std::fs::write(&tmp, text).map_err(|source| SettingsError::Io {
-            path: tmp.clone(),
-            source,
-        })?;
-        std::fs::rename(&tmp, &path).map_err(io)
+        crate::safe_open::replace_file(&path, text.as_bytes()).map_err(io)
     }
 
     pub fn validate(&self) -> Result<(), SettingsError> {
