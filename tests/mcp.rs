@@ -411,3 +411,62 @@ fn an_mcp_server_named_by_url_is_reached_over_streamable_http() {
         .unwrap();
     assert_eq!(echoed.text, "over http");
 }
+
+/// A file's contents returned as an embedded resource (as GitHub's server answers
+/// `get_file_contents`) reach the model with where they are from: they were a placeholder,
+/// "[content that is not text]" (found in review).
+#[test]
+fn an_embedded_text_resource_reaches_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("files_server.py");
+    std::fs::write(
+        &script,
+        r#"
+from mcp.server.mcpserver import MCPServer
+from mcp.types import EmbeddedResource, TextResourceContents
+
+server = MCPServer("files")
+
+@server.tool()
+def get_file(path: str) -> EmbeddedResource:
+    """A file's contents, as an embedded resource."""
+    return EmbeddedResource(type="resource", resource=TextResourceContents(
+        uri=f"file:///{path}", mime_type="text/plain", text="fn main() { println!(\"hi\"); }"))
+
+server.run("stdio")
+"#,
+    )
+    .unwrap();
+    let mut app = app_with(
+        dir.path(),
+        json!([{"name": "files", "command": python(), "args": [script]}]),
+    );
+    assert!(app.connect_mcp_servers().is_empty());
+    let out = app
+        .call_tool("files__get_file", json!({"path": "src/main.rs"}))
+        .unwrap();
+    assert!(
+        out.text.contains("println!") && out.text.contains("file:///src/main.rs"),
+        "the model saw: {:?}",
+        out.text
+    );
+}
+
+/// A server that fails at start says why in what it wrote to stderr, and the problem reported
+/// carries it: its stderr went nowhere, and the problem said only that the connection closed
+/// (found in review).
+#[test]
+fn a_server_that_exits_at_start_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_with(
+        dir.path(),
+        json!([{"name": "git", "command": "sh",
+                "args": ["-c", "echo 'error: /no/such/repo is not a git repository' >&2; exit 1"]}]),
+    );
+    let problems = app.connect_mcp_servers();
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(
+        problems[0].contains("not a git repository"),
+        "{problems:#?}"
+    );
+}

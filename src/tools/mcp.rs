@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool as McpTool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents, Tool as McpTool,
+};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::TokioChildProcess;
 use rmcp::ServiceExt;
@@ -183,16 +185,18 @@ impl McpServer {
         let spawned = {
             let _entered = runtime.enter();
             TokioChildProcess::builder(command)
-                .stderr(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
         };
-        let (transport, _stderr) = spawned.map_err(|source| McpClientError::Spawn {
+        let (transport, stderr) = spawned.map_err(|source| McpClientError::Spawn {
             server: server.clone(),
             command: config.command.clone(),
             source,
         })?;
         let group = ProcessGroup(transport.id());
-        let client = Self::start(&runtime, &server, timeout, ().serve(transport))?;
+        let said = stderr.map(|e| StderrTail::read(&runtime, e));
+        let client = Self::start(&runtime, &server, timeout, ().serve(transport))
+            .map_err(|e| with_what_it_said(e, said.as_ref(), &runtime))?;
         Self::listed(config, client, runtime, group)
     }
 
@@ -308,6 +312,76 @@ fn within<T, E: std::fmt::Display>(
         })
 }
 
+/// The end of what a server wrote to stderr, read as it comes (a pipe left unread would stop a
+/// server that writes much there): a server that fails at start says why there (a repository
+/// that is not one, a missing token), and that went nowhere.
+struct StderrTail {
+    tail: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+/// How much of a server's stderr is kept: the last lines, where the reason is.
+const STDERR_TAIL: usize = 2_000;
+
+impl StderrTail {
+    fn read(runtime: &tokio::runtime::Runtime, mut stderr: tokio::process::ChildStderr) -> Self {
+        use tokio::io::AsyncReadExt;
+        let tail = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = tail.clone();
+        let reader = runtime.spawn(async move {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let mut t = kept.lock().unwrap_or_else(|e| e.into_inner());
+                t.extend_from_slice(&buf[..n]);
+                let over = t.len().saturating_sub(STDERR_TAIL);
+                t.drain(..over);
+            }
+        });
+        StderrTail { tail, reader }
+    }
+
+    /// What it wrote, once it stopped writing (briefly waited for: a server that failed has
+    /// exited, and its pipe ends).
+    fn said(&self, runtime: &tokio::runtime::Runtime) -> String {
+        runtime.block_on(async {
+            let _ = tokio::time::timeout(Duration::from_millis(500), async {
+                while !self.reader.is_finished() {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            })
+            .await;
+        });
+        let t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&t).trim().to_string()
+    }
+}
+
+/// A failed start's error, with what the server wrote to stderr.
+fn with_what_it_said(
+    e: McpClientError,
+    said: Option<&StderrTail>,
+    runtime: &tokio::runtime::Runtime,
+) -> McpClientError {
+    match (e, said.map(|s| s.said(runtime)).filter(|s| !s.is_empty())) {
+        (
+            McpClientError::Protocol {
+                server,
+                what,
+                reason,
+            },
+            Some(said),
+        ) => McpClientError::Protocol {
+            server,
+            what,
+            reason: format!("{reason}; it wrote: {said}"),
+        },
+        (e, _) => e,
+    }
+}
+
 /// A tool's result as an observation: its text blocks, and its structured content as data.
 fn output(server: &str, tool: &str, result: CallToolResult) -> Result<ToolOutput, ToolError> {
     let mut text = String::new();
@@ -319,6 +393,26 @@ fn output(server: &str, tool: &str, result: CallToolResult) -> Result<ToolOutput
             ContentBlock::Text(t) => text.push_str(&t.text),
             ContentBlock::Image(_) => text.push_str("[an image]"),
             ContentBlock::Audio(_) => text.push_str("[an audio clip]"),
+            // A file's contents come as an embedded resource (GitHub's get_file_contents):
+            // its text is the answer, said with where it is from. It was a placeholder.
+            ContentBlock::Resource(r) => match &r.resource {
+                ResourceContents::TextResourceContents { uri, text: t, .. } => {
+                    text.push_str(&format!("[{uri}]\n{t}"))
+                }
+                ResourceContents::BlobResourceContents { uri, mime_type, .. } => {
+                    text.push_str(&format!(
+                        "[{uri}: binary content{}]",
+                        mime_type
+                            .as_deref()
+                            .map(|m| format!(" ({m})"))
+                            .unwrap_or_default()
+                    ))
+                }
+                _ => text.push_str("[an embedded resource]"),
+            },
+            ContentBlock::ResourceLink(link) => {
+                text.push_str(&format!("[a link to {} ({})]", link.uri, link.name))
+            }
             _ => text.push_str("[content that is not text]"),
         }
     }
