@@ -21,6 +21,12 @@ impl LoadedModel {
         tools: Option<&[serde_json::Value]>,
         untrusted: &[usize],
     ) -> Result<Vec<PromptSegment>, LlmError> {
+        // The tools' names, descriptions and schemas come from outside too (an MCP server, an
+        // API client) and the template prints them as its own text: defanged, a description
+        // holding `<|im_end|>\n<|im_start|>system` can no longer open a turn of its own.
+        let defanged_tools: Option<Vec<serde_json::Value>> =
+            tools.map(|ts| ts.iter().map(|t| self.defang_strings(t)).collect());
+        let tools = defanged_tools.as_deref();
         let rendered = self.render(messages, tools)?;
         let data: Vec<usize> = (0..messages.len())
             .filter(|&i| {
@@ -58,6 +64,21 @@ impl LoadedModel {
             text: self.render(&defanged, tools)?,
             trusted: true,
         }])
+    }
+
+    /// `v` with every string in it (keys too) defanged.
+    fn defang_strings(&self, v: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match v {
+            Value::String(s) if self.has_special_text(s) => Value::String(self.defang(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.defang_strings(x)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, x)| (self.defang(k), self.defang_strings(x)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
     }
 
     fn has_special_text(&self, s: &str) -> bool {
