@@ -404,7 +404,8 @@ fn a_model_whose_chat_template_never_ends_is_refused_naming_it() {
 /// doubled by a macro, by `format`, a list printed as JSON with one string repeated by
 /// reference) aborted Burrow ("memory allocation of 536870912 bytes failed") under a 1 GiB
 /// address-space limit, past the first fix, which only read the source for `s ~ s`. Each now
-/// stops at the rendering's memory budget with a clear error, within that limit.
+/// stops at the rendering's memory budget with a clear error, within that limit; so do wide
+/// indents and separators, which built their strings before the budget was charged.
 #[test]
 fn templates_that_build_gigabytes_stop_within_a_gibibyte() {
     use std::os::unix::process::CommandExt;
@@ -417,6 +418,12 @@ fn templates_that_build_gigabytes_stop_within_a_gibibyte() {
         "{% set ns = namespace(s='x') %}{% for i in range(40) %}\
          {% set ns.s = '%s%s'|format(ns.s, ns.s) %}{% endfor %}",
         "{% set s = 'x' * 10000000 %}{{ ([s] * 1000)|tojson }}",
+        // Widths and separators that multiply: each aborted the process on its allocation
+        // before the budget saw it (found in review).
+        "{{ 'a\nb'|indent(1000000000000) }}",
+        "{{ {'a': 1}|tojson(indent=1000000000000) }}",
+        "{{ ([[[1]]] * 100000)|tojson(indent=10000) }}",
+        "{% set s = 'x' * 10000000 %}{{ ([1] * 1000)|tojson(separators=(s, ':')) }}",
     ];
     for (i, hog) in hogs.iter().enumerate() {
         let template = dir.path().join(format!("hog{i}.jinja"));

@@ -375,7 +375,13 @@ pub(super) fn indent(s: String, args: Rest<Value>, kwargs: Kwargs) -> Result<Str
     let indention = match get(0, "width")? {
         None => "    ".to_string(),
         Some(v) if v.kind() == ValueKind::String => v.as_str().unwrap_or_default().to_string(),
-        Some(v) => " ".repeat(v.as_i64().unwrap_or(4).max(0) as usize),
+        Some(v) => {
+            // Charged before it is built: `indent(10**12)` aborted the process on its
+            // allocation before the budget saw it.
+            let width = v.as_i64().unwrap_or(4).max(0) as usize;
+            minijinja::budget::charge(width)?;
+            " ".repeat(width)
+        }
     };
     let first = get(1, "first")?.is_some_and(|v| v.is_true());
     let blank = get(2, "blank")?.is_some_and(|v| v.is_true());

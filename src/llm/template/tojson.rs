@@ -25,7 +25,11 @@ pub(super) fn tojson(value: Value, args: Rest<Value>, kwargs: Kwargs) -> Result<
             Some(v.as_str().unwrap_or_default().to_string())
         }
         Some(v) => match v.as_i64() {
-            Some(n) => Some(" ".repeat(n.max(0) as usize)),
+            // Charged before it is built, as `indent`'s width is.
+            Some(n) => {
+                minijinja::budget::charge(n.max(0) as usize)?;
+                Some(" ".repeat(n.max(0) as usize))
+            }
             None => {
                 return Err(Error::new(
                     ErrorKind::InvalidOperation,
@@ -133,6 +137,7 @@ fn write_json(out: &mut String, v: &Value, o: &JsonOpts, depth: usize) -> Result
                     other => return Err(not_serializable(&format!("{other} (as a key)"))),
                 };
                 json_string(out, &key, o.ensure_ascii);
+                minijinja::budget::charge(o.key_sep.len())?;
                 out.push_str(&o.key_sep);
                 write_json(out, &v.get_item(k)?, o, depth + 1)
             })?;
@@ -157,7 +162,12 @@ fn json_container(
         out.push(close);
         return Ok(());
     }
+    // What each item's separator and indent add is charged before it is written: with a wide
+    // indent or separator over many items they grew past the memory the budget guards.
+    let indent_len = |d: usize| o.indent.as_ref().map_or(0, |i| i.len().saturating_mul(d));
     for i in 0..len {
+        let sep = if i > 0 { o.item_sep.len() } else { 0 };
+        minijinja::budget::charge(sep.saturating_add(indent_len(depth + 1)))?;
         if i > 0 {
             out.push_str(&o.item_sep);
         }
@@ -167,6 +177,7 @@ fn json_container(
         }
         item(out, i)?;
     }
+    minijinja::budget::charge(indent_len(depth))?;
     if let Some(ind) = &o.indent {
         out.push('\n');
         out.push_str(&ind.repeat(depth));
