@@ -966,3 +966,48 @@ fn eval_search_scores_each_way_and_keeps_each_questions_first_items() {
         }
     }
 }
+
+/// `workspace reindex` indexes every repository whichever fails, says which failed, and exits
+/// non-zero: it stopped at the first whose folder was gone, and those after it stayed stale
+/// (found in review).
+#[test]
+fn reindex_goes_on_past_a_repository_whose_folder_is_gone() {
+    let home = tempfile::tempdir().unwrap();
+    let (a, b) = (home.path().join("a"), home.path().join("b"));
+    for d in [&a, &b] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("notes.txt"), "hello\n").unwrap();
+        assert!(
+            burrow(home.path(), &["workspace", "add", d.to_str().unwrap()])
+                .status
+                .success()
+        );
+    }
+    std::fs::remove_dir_all(&a).unwrap();
+    std::fs::write(b.join("notes.txt"), "hello\nzanzibar\n").unwrap();
+    let out = burrow(home.path(), &["workspace", "reindex"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("indexing a") && stderr.contains("1 of 2"),
+        "{stderr}"
+    );
+    let found = json(&burrow(
+        home.path(),
+        &["search", "zanzibar", "--mode", "words", "--json"],
+    ));
+    assert_eq!(found.as_array().map(Vec::len), Some(1), "{found}");
+}
+
+/// A workspace database that is not one is named in the error (found in review: "file is not
+/// a database", and no file).
+#[test]
+fn a_corrupt_workspace_database_is_named_in_the_error() {
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("workspace.db");
+    std::fs::write(&db, vec![b'x'; 8192]).unwrap();
+    let out = burrow(home.path(), &["runs", "list"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(e.contains(db.to_str().unwrap()), "{e}");
+}

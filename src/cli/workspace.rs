@@ -162,11 +162,28 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                     .map(|r| r.name)
                     .collect(),
             };
+            // Every repository is indexed, whichever fails: stopping at the first whose folder
+            // is gone left all those after it stale, and those before it unreported.
             let mut reports = Vec::new();
+            let mut failed = Vec::new();
             for n in names {
-                reports.push(index_with_progress(&ws, &n, json)?);
+                match index_with_progress(&ws, &n, json) {
+                    Ok(r) => reports.push(r),
+                    Err(e) => failed.push(format!("{e:#}")),
+                }
             }
-            print_reports(&reports, json)
+            let code = print_reports(&reports, json)?;
+            if failed.is_empty() {
+                return Ok(code);
+            }
+            for f in &failed {
+                eprintln!("error: {f}");
+            }
+            anyhow::bail!(
+                "{} of {} repositories could not be indexed",
+                failed.len(),
+                failed.len() + reports.len()
+            )
         }
         WorkspaceCommand::Embed {
             model,

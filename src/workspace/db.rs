@@ -2,7 +2,7 @@
 //! (as cargo keeps its own caches). A migration, once released, never changes: changes to the
 //! schema are new migrations appended to the list.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -438,8 +438,23 @@ pub fn open(path: &Path) -> Result<Connection, WorkspaceError> {
         context: format!("opening {}", path.display()),
         source: e,
     })?;
-    configure(&conn)?;
-    migrate(&conn)?;
+    // Which file failed is said: "file is not a database" alone named none.
+    let named = |e: WorkspaceError| match e {
+        WorkspaceError::Database { context, source } => WorkspaceError::Database {
+            context: format!("{context} of {}", path.display()),
+            source,
+        },
+        WorkspaceError::NewerSchema {
+            found, supported, ..
+        } => WorkspaceError::NewerSchema {
+            path: path.to_path_buf(),
+            found,
+            supported,
+        },
+        other => other,
+    };
+    configure(&conn).map_err(named)?;
+    migrate(&conn).map_err(named)?;
     Ok(conn)
 }
 
@@ -545,6 +560,7 @@ fn schema_version(conn: &Connection) -> Result<i64, WorkspaceError> {
         })?;
     if version > latest_version() {
         return Err(WorkspaceError::NewerSchema {
+            path: PathBuf::new(),
             found: version,
             supported: latest_version(),
         });

@@ -38,6 +38,9 @@ pub struct GrepResult {
     /// More matches exist than were returned.
     pub truncated: bool,
     pub files_searched: usize,
+    /// Indexed files that could not be read now (grown past the size the index takes,
+    /// swapped for a link or removed since indexing): not searched, and said so.
+    pub files_unread: usize,
 }
 
 /// Longest line text returned; the rest is elided.
@@ -49,10 +52,11 @@ enum Matcher {
 }
 
 impl Matcher {
-    fn is_match(&self, line: &[u8]) -> bool {
+    /// Where in `line` the first match starts.
+    fn find(&self, line: &[u8]) -> Option<usize> {
         match self {
-            Matcher::Literal(f) => f.find(line).is_some(),
-            Matcher::Regex(r) => r.is_match(line),
+            Matcher::Literal(f) => f.find(line),
+            Matcher::Regex(r) => r.find(line).map(|m| m.start()),
         }
     }
 }
@@ -91,35 +95,43 @@ impl Workspace {
         let matcher = &matcher;
         // Each worker searches a contiguous slice, so concatenating the results keeps the
         // files in path order.
-        let mut per_worker: Vec<(Vec<GrepHit>, bool)> = std::thread::scope(|s| {
+        let mut per_worker: Vec<(Vec<GrepHit>, bool, usize)> = std::thread::scope(|s| {
             let handles: Vec<_> = files
                 .chunks(chunk)
                 .map(|slice| {
                     s.spawn(move || {
                         let mut hits = Vec::new();
+                        let mut unread = 0;
                         for (repo, root, rel) in slice {
                             // Checked now, not when indexed: a file swapped for a symlink out of
-                            // the repository or for a FIFO is skipped (issue 17).
+                            // the repository or for a FIFO is skipped (issue 17), and counted.
                             let Ok(bytes) = read_confined_in(root, rel, MAX_FILE_BYTES) else {
+                                unread += 1;
                                 continue;
                             };
-                            for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
-                                if matcher.is_match(line) {
+                            // A final line end ends the last line; it does not start another
+                            // (`^$` found a line 4 in a file of 3).
+                            let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                            for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+                                // Matched without a CRLF's CR, as shown: `;$` found nothing in
+                                // a file with Windows line ends.
+                                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                                if let Some(at) = matcher.find(line) {
                                     let text = String::from_utf8_lossy(line);
-                                    let text = text.trim_end_matches('\r');
+                                    let at = String::from_utf8_lossy(&line[..at]).chars().count();
                                     hits.push(GrepHit {
                                         repo: repo.clone(),
                                         path: rel.clone(),
                                         line: i as u64 + 1,
-                                        text: elide(text),
+                                        text: elide(&text, at),
                                     });
                                     if hits.len() > limit {
-                                        return (hits, true);
+                                        return (hits, true, unread);
                                     }
                                 }
                             }
                         }
-                        (hits, false)
+                        (hits, false, unread)
                     })
                 })
                 .collect();
@@ -130,8 +142,10 @@ impl Workspace {
         });
         let mut hits = Vec::new();
         let mut truncated = false;
-        for (h, t) in per_worker.drain(..) {
+        let mut files_unread = 0;
+        for (h, t, u) in per_worker.drain(..) {
             truncated |= t;
+            files_unread += u;
             hits.extend(h);
         }
         if hits.len() > limit {
@@ -141,7 +155,8 @@ impl Workspace {
         Ok(GrepResult {
             hits,
             truncated,
-            files_searched: files.len(),
+            files_searched: files.len() - files_unread,
+            files_unread,
         })
     }
 
@@ -155,24 +170,22 @@ impl Workspace {
             Some(r) => Some(self.repo(r)?.id),
             None => None,
         };
-        let glob = q.path.as_ref().map(|g| {
-            if g.contains('/') {
-                g.clone()
-            } else {
-                format!("*{g}")
-            }
-        });
+        let globs = q.path.as_deref().map(path_globs);
+        let (glob, glob2) = match globs {
+            Some([a, b]) => (Some(a), Some(b)),
+            None => (None, None),
+        };
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
                 "SELECT repos.name, repos.root, files.path FROM files JOIN repos ON repos.id = files.repo_id
                  WHERE repos.root IS NOT NULL AND (?1 IS NULL OR repos.id = ?1)
-                   AND (?2 IS NULL OR files.path GLOB ?2)
+                   AND (?2 IS NULL OR files.path GLOB ?2 OR files.path GLOB ?3)
                  ORDER BY repos.name, files.path",
             )
             .map_err(db_err("listing files to search"))?;
         let rows = stmt
-            .query_map(params![repo_id, glob], |r| {
+            .query_map(params![repo_id, glob, glob2], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
@@ -198,10 +211,31 @@ impl Workspace {
     }
 }
 
-fn elide(text: &str) -> String {
-    if text.chars().count() <= MAX_LINE_CHARS {
+/// The two SQLite GLOB patterns a path glob as people write it means (SQLite's `*` also
+/// matches `/`): a glob with no slash is a file name anywhere in the tree (`lib.rs`, and
+/// `*/lib.rs`; as `*lib.rs` it matched `zlib.rs` too), and `**/` may match no folder at all
+/// (`src/**/*.rs` takes `src/main.rs`, which SQLite's reading, needing a second slash, left
+/// out).
+pub(crate) fn path_globs(glob: &str) -> [String; 2] {
+    if glob.contains('/') {
+        [glob.to_string(), glob.replace("**/", "")]
+    } else {
+        [glob.to_string(), format!("*/{glob}")]
+    }
+}
+
+/// A line cut to `MAX_LINE_CHARS` around its match (which starts at character `at`): the
+/// start of a long line, kept whatever matched, left out the match itself in minified files.
+fn elide(text: &str, at: usize) -> String {
+    let len = text.chars().count();
+    if len <= MAX_LINE_CHARS {
         return text.to_string();
     }
-    let cut: String = text.chars().take(MAX_LINE_CHARS).collect();
-    format!("{cut}…")
+    let start = at
+        .saturating_sub(MAX_LINE_CHARS / 4)
+        .min(len - MAX_LINE_CHARS);
+    let cut: String = text.chars().skip(start).take(MAX_LINE_CHARS).collect();
+    let before = if start > 0 { "…" } else { "" };
+    let after = if start + MAX_LINE_CHARS < len { "…" } else { "" };
+    format!("{before}{cut}{after}")
 }

@@ -38,8 +38,12 @@ pub enum WorkspaceError {
         #[source]
         source: rusqlite::Error,
     },
-    #[error("the database was written by a newer Burrow (schema {found}; this build knows up to {supported})")]
-    NewerSchema { found: i64, supported: i64 },
+    #[error("{}: the database was written by a newer Burrow (schema {found}; this build knows up to {supported})", path.display())]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
     #[error("{path}: git: {reason}")]
     Git { path: PathBuf, reason: String },
     #[error("{path}: cannot import: {reason}")]

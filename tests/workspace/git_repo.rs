@@ -737,3 +737,130 @@ fn an_amended_commit_is_not_listed_twice() {
     let again = ws.index_repo("demo", &mut |_| {}).unwrap();
     assert_eq!((again.commits_added, again.commits_removed), (0, 0));
 }
+
+/// A plain folder of `files`, indexed.
+fn indexed_folder(
+    files: &[(&str, &[u8])],
+) -> (
+    tempfile::TempDir,
+    std::sync::Arc<burrow::workspace::Workspace>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("proj");
+    for (p, b) in files {
+        let f = folder.join(p);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, b).unwrap();
+    }
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&folder, None).unwrap();
+    ws.index_repo("proj", &mut |_| {}).unwrap();
+    (dir, ws)
+}
+
+fn grep(
+    ws: &burrow::workspace::Workspace,
+    pattern: &str,
+    regex: bool,
+    path: Option<&str>,
+) -> burrow::workspace::grep::GrepResult {
+    ws.grep(&GrepQuery {
+        pattern: pattern.into(),
+        regex,
+        case_sensitive: false,
+        repo: None,
+        path: path.map(Into::into),
+        limit: 50,
+    })
+    .unwrap()
+}
+
+fn grep_paths(r: &burrow::workspace::grep::GrepResult) -> Vec<String> {
+    r.hits.iter().map(|h| h.path.clone()).collect()
+}
+
+/// Path globs as the tools' descriptions write them (found in review): `src/**/*.rs` takes the
+/// files directly under `src/` too (SQLite's GLOB has no `**` and needed a second slash), and
+/// a bare file name is that name, not any name ending in it (`lib.rs` took `zlib.rs`). By
+/// words as by text.
+#[test]
+fn path_globs_mean_what_people_write() {
+    let (_d, ws) = indexed_folder(&[
+        ("src/main.rs", b"fn needle() {}\n"),
+        ("src/a/b.rs", b"fn needle() {}\n"),
+        ("src/lib.rs", b"fn needle() {}\n"),
+        ("src/zlib.rs", b"fn needle() {}\n"),
+        ("docs/needle.md", b"needle\n"),
+    ]);
+    assert_eq!(
+        grep_paths(&grep(&ws, "needle", false, Some("src/**/*.rs"))),
+        ["src/a/b.rs", "src/lib.rs", "src/main.rs", "src/zlib.rs"]
+    );
+    assert_eq!(
+        grep_paths(&grep(&ws, "needle", false, Some("lib.rs"))),
+        ["src/lib.rs"]
+    );
+    let by_words = |path: &str| -> Vec<String> {
+        let mut p: Vec<String> = ws
+            .search(&SearchQuery {
+                text: "needle".into(),
+                path: Some(path.into()),
+                limit: 20,
+                ..Default::default()
+            })
+            .unwrap()
+            .hits
+            .into_iter()
+            .filter_map(|h| h.path)
+            .collect();
+        p.sort();
+        p.dedup();
+        p
+    };
+    assert_eq!(
+        by_words("src/**/*.rs"),
+        ["src/a/b.rs", "src/lib.rs", "src/main.rs", "src/zlib.rs"]
+    );
+    assert_eq!(by_words("lib.rs"), ["src/lib.rs"]);
+}
+
+/// Exact and regex search read lines as people count them (found in review): a final line end
+/// starts no line (`^$` found line 4 of a file of 3), a CRLF file's lines end before the CR
+/// (`;$` found nothing), and a match far into a long line is shown (the first 240 characters
+/// were, whatever matched).
+#[test]
+fn grep_reads_lines_as_people_count_them() {
+    let long = format!("{}needle_here{}\n", "x".repeat(1000), "y".repeat(100));
+    let (_d, ws) = indexed_folder(&[
+        ("notes.txt", b"a\n\nb\n"),
+        ("main.c", b"int a = 1;\r\nint b = 2;\r\n"),
+        ("app.min.js", long.as_bytes()),
+    ]);
+    let lines: Vec<u64> = grep(&ws, "^$", true, Some("notes.txt"))
+        .hits
+        .iter()
+        .map(|h| h.line)
+        .collect();
+    assert_eq!(lines, [2]);
+    assert_eq!(grep(&ws, ";$", true, None).hits.len(), 2);
+    let hit = &grep(&ws, "needle_here", false, None).hits[0];
+    assert!(hit.text.contains("needle_here"), "{}", hit.text);
+    // Cut before the match, and kept to the line's end, which is near.
+    assert!(
+        hit.text.starts_with('…') && hit.text.ends_with('y'),
+        "{}",
+        hit.text
+    );
+}
+
+/// A file that grew past what the index reads since it was indexed is not searched, and the
+/// result says so rather than counting it as searched (found in review).
+#[test]
+fn a_file_grep_cannot_read_now_is_counted_as_unread() {
+    let (d, ws) = indexed_folder(&[("log.txt", b"needle\n"), ("ok.txt", b"other\n")]);
+    let mut body = b"needle\n".to_vec();
+    body.extend(std::iter::repeat_n(b'z', 1 << 20));
+    std::fs::write(d.path().join("proj/log.txt"), body).unwrap();
+    let g = grep(&ws, "needle", false, None);
+    assert_eq!((g.hits.len(), g.files_searched, g.files_unread), (0, 1, 1));
+}

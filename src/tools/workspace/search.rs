@@ -148,10 +148,19 @@ impl Tool for SearchCode {
             i.repo.map(|r| format!(" in {r}")).unwrap_or_default(),
             i.path.map(|p| format!(" under {p}")).unwrap_or_default()
         );
+        // Files changed since indexing beyond reading are not searched: said, not counted.
+        let unread = match result.files_unread {
+            0 => String::new(),
+            1 => " 1 indexed file could not be read now (changed since indexing; index again)."
+                .to_string(),
+            n => format!(
+                " {n} indexed files could not be read now (changed since indexing; index again)."
+            ),
+        };
         if result.hits.is_empty() {
             return Ok(ToolOutput::new(
                 format!(
-                    "No line matches {what} ({} files searched).",
+                    "No line matches {what} ({} files searched).{unread}",
                     result.files_searched
                 ),
                 &result,
@@ -165,6 +174,10 @@ impl Tool for SearchCode {
             out.push_str(
                 "More matches exist: narrow with path, or search for something more specific.\n",
             );
+        }
+        if !unread.is_empty() {
+            out.push_str(unread.trim_start());
+            out.push('\n');
         }
         let items = result.hits.iter().map(|h| {
             let line = usize::try_from(h.line).ok();

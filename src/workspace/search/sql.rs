@@ -21,14 +21,11 @@ impl PostFilter {
     pub(super) fn from_query(q: &SearchQuery) -> Self {
         let mut f = PostFilter::default();
         if let Some(glob) = &q.path {
-            // A glob with no slash matches the file name anywhere in the tree.
-            let glob = if glob.contains('/') {
-                glob.clone()
-            } else {
-                format!("*{glob}")
-            };
-            f.sql.push_str(" AND docs.path GLOB ?");
-            f.args.push(SqlValue::Text(glob));
+            // A glob with no slash matches the file name anywhere in the tree (`path_globs`).
+            let [a, b] = crate::workspace::grep::path_globs(glob);
+            f.sql.push_str(" AND (docs.path GLOB ? OR docs.path GLOB ?)");
+            f.args.push(SqlValue::Text(a));
+            f.args.push(SqlValue::Text(b));
         }
         if let Some(since) = q.since {
             f.sql.push_str(" AND docs.time >= ?");
