@@ -920,3 +920,39 @@ fn serving_at_start_on_a_taken_port_is_reported_and_nothing_else_fails() {
     );
     assert_eq!(f.invoke("serve_status", json!({})).unwrap(), Value::Null);
 }
+
+/// A default workspace that cannot be read (a folder mistyped or gone) is reported at start as
+/// an indexing failure naming it: the error was thrown away, and nothing showed (found in
+/// review).
+#[test]
+fn a_default_workspace_that_cannot_be_read_is_reported_at_startup() {
+    let f = fixture_with(
+        |p| Startup {
+            workspace: Some(p.join("no-such-folder")),
+            model: None,
+        },
+        None,
+    );
+    assert_eq!(
+        f.invoke("startup", json!({"onEvent": "__CHANNEL__:13"})),
+        Ok(json!(true))
+    );
+    let started = std::time::Instant::now();
+    while !kinds(&f.events(13)).contains(&"index_failed".to_string())
+        && started.elapsed() < std::time::Duration::from_secs(30)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let events = f.events(13);
+    let failed = events
+        .iter()
+        .find(|e| e["kind"] == "index_failed")
+        .unwrap_or_else(|| panic!("events: {:?}", kinds(&events)));
+    assert!(
+        failed["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no-such-folder"),
+        "{failed}"
+    );
+}

@@ -779,13 +779,30 @@ impl App {
         path: &Path,
         on_event: &mut dyn FnMut(AppEvent),
     ) -> Result<Option<IndexReport>, AppError> {
-        let root = std::fs::canonicalize(path).map_err(|source| WorkspaceError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let known = self
-            .workspace
-            .repos()?
+        // Said as the indexing's failures are: a default workspace that cannot be read (a
+        // folder mistyped or gone) was an error the app's start threw away, and nothing showed.
+        let failed = |e: AppError, on_event: &mut dyn FnMut(AppEvent)| {
+            on_event(AppEvent::IndexFailed {
+                source: path.display().to_string(),
+                message: e.to_string(),
+            });
+            e
+        };
+        let root = match std::fs::canonicalize(path) {
+            Ok(root) => root,
+            Err(source) => {
+                let e = WorkspaceError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                };
+                return Err(failed(e.into(), on_event));
+            }
+        };
+        let repos = match self.workspace.repos() {
+            Ok(r) => r,
+            Err(e) => return Err(failed(e.into(), on_event)),
+        };
+        let known = repos
             .into_iter()
             .any(|r| r.root.as_deref() == Some(root.as_path()) && r.status == "ready");
         if known {

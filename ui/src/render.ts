@@ -8,10 +8,13 @@ import { renderModels } from "./screens/models";
 import { renderRun } from "./screens/run";
 import { renderEmbedding, renderIndexing } from "./screens/workspace";
 import { renderStatus } from "./shell";
-import type { State } from "./state";
+import { isLive, type State } from "./state";
 
 /// The parts last drawn (a render cache, not state: only what changed since is drawn again).
 let renderedModel: State["model"] | undefined;
+/// Whether a run was live at the last redraw: the Models screen's buttons are disabled while
+/// one is, and stayed disabled after it ended until the screen was left.
+let renderedLive: boolean | undefined;
 let renderedFetches: State["fetches"] | undefined;
 let renderedIndexing: State["indexing"] | undefined;
 let renderedEmbedding: State["embedding"] | undefined;
@@ -20,9 +23,11 @@ export function render(): void {
   const state = getState();
   renderStatus();
   renderRun();
-  if (state.model !== renderedModel || state.fetches !== renderedFetches) {
+  const live = isLive(state.run);
+  if (state.model !== renderedModel || state.fetches !== renderedFetches || live !== renderedLive) {
     renderedModel = state.model;
     renderedFetches = state.fetches;
+    renderedLive = live;
     if (state.screen === "models") renderModels();
   }
   if (state.indexing !== renderedIndexing) {

@@ -160,7 +160,10 @@ export type UiAction =
   /// The run view emptied (the UI benchmark, between cases).
   | { kind: "ui_clear_run" }
   /// The model in use was unloaded at the user's request.
-  | { kind: "ui_unloaded" };
+  | { kind: "ui_unloaded" }
+  /// The model in use as the core says after a load failed (the old one may be gone: a large
+  /// model is loaded after the one in use is unloaded to make room).
+  | { kind: "ui_model_now"; model: ModelStatus | null };
 
 /// Everything the reducer applies.
 export type Action = AppEvent | UiAction;
@@ -198,7 +201,12 @@ function reduceIndex(state: State, source: string, f: (v: IndexView) => IndexVie
       }),
     );
   } else {
-    indexing[at] = f(indexing[at]);
+    // A job's first event after the last one ended starts it afresh: the last job's report
+    // and notes stayed beside the new one's progress, and beside its failure.
+    const last = indexing[at];
+    const fresh =
+      last.state === "indexing" ? last : { ...last, state: "indexing" as const, notes: [], report: null, error: null };
+    indexing[at] = f(fresh);
   }
   return { ...state, indexing };
 }
@@ -252,6 +260,8 @@ function reduceUi(state: State, a: UiAction): State {
       return { ...state, run: null };
     case "ui_unloaded":
       return { ...state, model: { ...state.model, current: null } };
+    case "ui_model_now":
+      return { ...state, model: { ...state.model, current: a.model } };
   }
 }
 
@@ -334,7 +344,7 @@ export function reduce(state: State, ev: Action): State {
         error: null,
       }));
     case "index_failed":
-      return reduceIndex(state, ev.source, (v) => ({ ...v, state: "failed", error: ev.message }));
+      return reduceIndex(state, ev.source, (v) => ({ ...v, state: "failed", report: null, error: ev.message }));
     case "embed_progress":
       return { ...state, embedding: { model: ev.model, done: ev.done, total: ev.total, state: "embedding", error: null, left: 0 } };
     case "embedded": {

@@ -253,3 +253,66 @@ describe("embedding models", () => {
     expect(saved.embedding_prompts).toEqual(settings.embedding_prompts);
   });
 });
+
+// Found in review: a failed switch, a run ending while Models is shown, and Run pressed during
+// a switch.
+describe("switching models around runs", () => {
+  const MODEL_A = {
+    name: "SmolLM2-135M-Instruct", path: "/models/SmolLM2.gguf", quantization: "Q4_1", context_size: 8192,
+    threads: 2, gpu_layers: 0, layers: 31, gpus: [], kv_cache: "f16" as const, memory_bytes: 1, load_ms: 1,
+    fallback_template: false, remote: null,
+  };
+  const other = (): ModelInfo => ({ ...found("other"), name: "Other", path: "/models/other.gguf" });
+  const loadButton = (p: string) => views.models.querySelector<HTMLButtonElement>(`tr[data-path="${p}"] button.load`)!;
+  const tick = () => new Promise((r) => setTimeout(r, 0));
+
+  it("after a failed switch, shows the model the core holds, and offers to load it again", async () => {
+    const a = api as unknown as Record<string, unknown>;
+    a.modelStatus = vi.fn(async () => null);
+    a.loadModel = vi.fn(async (_q: string, on: (e: unknown) => void) => {
+      on({ kind: "load_progress", model: "Other", progress: 0.4 });
+      on({ kind: "load_failed", model: "Other", message: "llama.cpp: failed to allocate buffer" });
+      throw { kind: "model", message: "llama.cpp: failed to allocate buffer" };
+    });
+    loop.update({ kind: "ui_discovery", discovery: { models: [found("smollm2"), other()], problems: [] } });
+    loop.dispatch({ kind: "loaded", model: MODEL_A });
+    screen.renderModels();
+    loadButton("/models/other.gguf").click();
+    await tick();
+    await tick();
+    screen.renderModels();
+    expect(loop.getState().model.current).toBeNull();
+    expect(loop.getState().model.error?.message).toContain("failed to allocate");
+    const again = loadButton("/models/SmolLM2.gguf");
+    expect([again.textContent, again.disabled]).toEqual(["Load", false]);
+  });
+
+  it("enables Load again when a run ends while Models is shown", async () => {
+    const { render } = await import("../src/render");
+    loop.wire({ redraw: render, reduced: () => undefined });
+    loop.update({ kind: "ui_discovery", discovery: { models: [found("smollm2"), other()], problems: [] } });
+    loop.dispatch({ kind: "loaded", model: MODEL_A });
+    // As the Run screen starts one: the state, then a redraw.
+    loop.update({ kind: "ui_start_run", task: "who wrote it?" });
+    loop.update({ kind: "ui_screen", screen: "models" });
+    loop.redraw();
+    screen.renderModels();
+    expect(loadButton("/models/other.gguf").disabled).toBe(true);
+    loop.dispatch({ kind: "run_ended", run_id: 1, status: "succeeded", final_answer: "me", error: null });
+    expect(loop.getState().run?.status).toBe("succeeded");
+    expect(loadButton("/models/other.gguf").disabled).toBe(false);
+  });
+
+  it("does not start a run while the model is being switched", async () => {
+    const a = api as unknown as Record<string, unknown>;
+    a.startRun = vi.fn(() => new Promise(() => undefined));
+    await import("../src/screens/run");
+    loop.update({ kind: "ui_clear_run" });
+    loop.dispatch({ kind: "loaded", model: MODEL_A });
+    loop.dispatch({ kind: "load_progress", model: "Other", progress: 0.2 });
+    (document.getElementById("task") as HTMLTextAreaElement).value = "who wrote it?";
+    (document.getElementById("run") as HTMLButtonElement).click();
+    await tick();
+    expect(a.startRun).not.toHaveBeenCalled();
+  });
+});

@@ -230,6 +230,27 @@ describe("reduce: models and indexing", () => {
     s = reduce(s, { kind: "indexed", source: "/a", report: { repo: "a", files_indexed: 10 } as any });
     expect(s.indexing[0].state).toBe("done");
   });
+
+  // Found in review: the last job's report and notes stayed beside a new job's progress and
+  // beside its failure ("failed" over "12 files indexed in 900 ms").
+  it("starts a source's next job afresh, and a failure shows no report", () => {
+    const report = { repo: "proj", files_indexed: 12, elapsed_ms: 900 } as any;
+    let s = reduceAll(initialState, [
+      { kind: "index", source: "proj", event: { event: "note", repo: "proj", message: "waiting for another run" } },
+      { kind: "indexed", source: "proj", report },
+      { kind: "index_failed", source: "proj", message: "/src/proj is not a folder" },
+    ]);
+    expect(s.indexing[0].state).toBe("failed");
+    expect([s.indexing[0].report, s.indexing[0].notes, s.indexing[0].error]).toEqual([
+      null,
+      [],
+      "/src/proj is not a folder",
+    ]);
+    s = reduceAll(s, [
+      { kind: "index", source: "proj", event: { event: "progress", repo: "proj", phase: "files", done: 1, total: 4 } },
+    ]);
+    expect([s.indexing[0].state, s.indexing[0].error, s.indexing[0].notes]).toEqual(["indexing", null, []]);
+  });
 });
 
 describe("stepStats", () => {

@@ -177,7 +177,15 @@ async function loadModel(m: ModelInfo): Promise<void> {
   try {
     await api.loadModel(m.path, dispatch);
   } catch {
-    // The failure arrives as a load_failed event and is shown on this screen.
+    // The failure arrives as a load_failed event and is shown on this screen. What is in use
+    // now is the core's to say: a switch that unloaded the old model first to make room and
+    // then failed left it shown as in use, its button disabled, and a run refused.
+    try {
+      update({ kind: "ui_model_now", model: await api.modelStatus() });
+      renderModels();
+    } catch {
+      // Unknown: left as it was.
+    }
   }
 }
 

@@ -63,6 +63,11 @@ async function run(): Promise<void> {
     notify("No model is loaded: load one under Models first.");
     return;
   }
+  // A run started during a switch ran on the old model, which the load might unload under it.
+  if (state.model.loading) {
+    notify(`${state.model.loading.model} is loading: run once it is in use.`);
+    return;
+  }
   update({ kind: "ui_start_run", task });
   redraw();
   await drive(() => api.startRun(task, dispatch));
