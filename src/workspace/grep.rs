@@ -236,6 +236,10 @@ fn elide(text: &str, at: usize) -> String {
         .min(len - MAX_LINE_CHARS);
     let cut: String = text.chars().skip(start).take(MAX_LINE_CHARS).collect();
     let before = if start > 0 { "…" } else { "" };
-    let after = if start + MAX_LINE_CHARS < len { "…" } else { "" };
+    let after = if start + MAX_LINE_CHARS < len {
+        "…"
+    } else {
+        ""
+    };
     format!("{before}{cut}{after}")
 }

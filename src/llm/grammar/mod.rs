@@ -149,6 +149,9 @@ mod tests {
         let r = g.validate();
         assert!(r.is_ok(), "a satisfiable schema is refused: {r:?}");
         assert_eq!(g.accepts("{\"a\": \"x\", \"b\": {\"c\": 1}}"), Ok(true));
-        assert_eq!(g.accepts("{\"a\": \"x\", \"b\": {\"c\": 1, \"d\": 2}}"), Ok(false));
+        assert_eq!(
+            g.accepts("{\"a\": \"x\", \"b\": {\"c\": 1, \"d\": 2}}"),
+            Ok(false)
+        );
     }
 }

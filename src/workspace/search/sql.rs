@@ -23,7 +23,8 @@ impl PostFilter {
         if let Some(glob) = &q.path {
             // A glob with no slash matches the file name anywhere in the tree (`path_globs`).
             let [a, b] = crate::workspace::grep::path_globs(glob);
-            f.sql.push_str(" AND (docs.path GLOB ? OR docs.path GLOB ?)");
+            f.sql
+                .push_str(" AND (docs.path GLOB ? OR docs.path GLOB ?)");
             f.args.push(SqlValue::Text(a));
             f.args.push(SqlValue::Text(b));
         }
