@@ -102,6 +102,10 @@ impl RunState {
         for m in mentions(&self.task) {
             let item = match m {
                 Mention::Number(number) => Locator::Issue { number, repo: None },
+                Mention::RepoNumber { repo, number } => Locator::Issue {
+                    number,
+                    repo: Some(repo),
+                },
                 Mention::Hash(hash) => Locator::Commit { hash, repo: None },
                 Mention::Path(path) => Locator::File {
                     path,

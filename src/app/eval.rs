@@ -107,8 +107,14 @@ impl Accepted {
     fn named_by(&self, m: &Mention) -> bool {
         match (self, m) {
             (Accepted::Number { number, .. }, Mention::Number(n)) => n == number,
+            (Accepted::Number { number, repo }, Mention::RepoNumber { repo: r, number: n }) => {
+                n == number && r.eq_ignore_ascii_case(repo)
+            }
+            // A path's end counts only with a folder in it: a bare `README.md` is the root's,
+            // not a crate's, and a bare `lib.rs` is any crate's.
             (Accepted::File { path, .. }, Mention::Path(p)) => {
-                p == path || p.ends_with(&format!(":{path}")) || path.ends_with(&format!("/{p}"))
+                let p = p.trim_start_matches("./");
+                p == path || (p.contains('/') && path.ends_with(&format!("/{p}")))
             }
             (Accepted::Commit { hash, .. }, Mention::Hash(h)) => {
                 let h = h.to_ascii_lowercase();
@@ -497,5 +503,59 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// How an answer's text is read, four ways it was scored wrong (found in review): a cited
+    /// root `README.md` hid the crate's README the text named; a bare `README.md` in the text
+    /// counted as a crate's; a path without an extension (a benchmark summary) was never read;
+    /// and `owner/repo#N`, the form the tools print, was not read either.
+    #[test]
+    fn an_answers_text_names_what_it_names() {
+        let readme = question(&["ripgrep:crates/core/README.md"]);
+        let root = Locator::file("ripgrep", "README.md", Some(1));
+        let s = score(
+            &readme,
+            "m",
+            "p",
+            &finished("See crates/core/README.md.", vec![root], vec![]),
+            1.0,
+        );
+        assert!(s.correct, "{:?}", s.named);
+        let s = score(
+            &readme,
+            "m",
+            "p",
+            &finished("It is in README.md.", vec![], vec![]),
+            1.0,
+        );
+        assert!(!s.correct, "{:?}", s.named);
+        let summary = question(&["ripgrep:benchsuite/runs/2016-12-30-archlinux-cheetah/summary"]);
+        let text = "The timings are in benchsuite/runs/2016-12-30-archlinux-cheetah/summary.";
+        let s = score(&summary, "m", "p", &finished(text, vec![], vec![]), 1.0);
+        assert!(s.correct, "{:?}", s.named);
+        let pr = question(&["bitcoin-core/gui#613"]);
+        let s = score(
+            &pr,
+            "m",
+            "p",
+            &finished("It was fixed by bitcoin-core/gui#613.", vec![], vec![]),
+            1.0,
+        );
+        assert!(s.correct, "{:?}", s.named);
+        // Another repository's number is not this one.
+        let s = score(
+            &pr,
+            "m",
+            "p",
+            &finished("See bitcoin/bitcoin#613.", vec![], vec![]),
+            1.0,
+        );
+        assert!(!s.correct, "{:?}", s.named);
+        // A URL is not a path of the workspace.
+        assert!(
+            crate::tools::locator::mentions("https://github.com/bitcoin-core/gui/pull/613")
+                .iter()
+                .all(|m| !matches!(m, Mention::Path(_)))
+        );
     }
 }

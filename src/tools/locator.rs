@@ -102,12 +102,19 @@ impl Locator {
                 Locator::Issue { number, .. } | Locator::PullRequest { number, .. },
                 Mention::Number(n),
             ) => number == n,
+            (
+                Locator::Issue { number, repo } | Locator::PullRequest { number, repo },
+                Mention::RepoNumber { repo: r, number: n },
+            ) => number == n && repo.as_deref().is_none_or(|x| x.eq_ignore_ascii_case(r)),
             (Locator::Commit { hash, .. }, Mention::Hash(h)) => {
                 let h = h.to_ascii_lowercase();
                 hash.starts_with(&h) || h.starts_with(hash.as_str())
             }
+            // The mention is the path or its end; a longer path names another file (the
+            // text's `crates/core/README.md` is not the `README.md` cited).
             (Locator::File { path, .. }, Mention::Path(p)) => {
-                path == p || path.ends_with(&format!("/{p}")) || p.ends_with(&format!("/{path}"))
+                let p = p.trim_start_matches("./");
+                path == p || path.ends_with(&format!("/{p}"))
             }
             _ => false,
         }
@@ -122,9 +129,12 @@ pub const COMMIT_CITE_DIGITS: usize = 10;
 pub enum Mention {
     /// `#12` (or `issue 12`, `PR 12`): an issue or a pull request.
     Number(i64),
+    /// `owner/repo#12`, as the tools write an issue or a pull request of a repository.
+    RepoNumber { repo: String, number: i64 },
     /// Seven to forty hex digits with a digit and a letter among them: a commit.
     Hash(String),
-    /// A path with a folder (`src/main.rs`) or a file name with a known extension.
+    /// A path with a folder (`src/main.rs`), a file name with a known extension, or a path of
+    /// two folders or more to a file without one (`benchsuite/runs/2016-12-30/summary`).
     Path(String),
 }
 
@@ -134,6 +144,18 @@ impl Mention {
     pub fn names_same(&self, other: &Mention) -> bool {
         match (self, other) {
             (Mention::Number(a), Mention::Number(b)) => a == b,
+            (Mention::RepoNumber { number: a, .. }, Mention::Number(b))
+            | (Mention::Number(a), Mention::RepoNumber { number: b, .. }) => a == b,
+            (
+                Mention::RepoNumber {
+                    repo: ra,
+                    number: a,
+                },
+                Mention::RepoNumber {
+                    repo: rb,
+                    number: b,
+                },
+            ) => a == b && ra.eq_ignore_ascii_case(rb),
             (Mention::Hash(a), Mention::Hash(b)) => {
                 let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
                 a.starts_with(&b) || b.starts_with(&a)
@@ -148,6 +170,7 @@ impl Mention {
     pub fn text(&self) -> String {
         match self {
             Mention::Number(n) => format!("#{n}"),
+            Mention::RepoNumber { repo, number } => format!("{repo}#{number}"),
             Mention::Hash(h) | Mention::Path(h) => h.clone(),
         }
     }
@@ -156,11 +179,13 @@ impl Mention {
 /// What `mentions` finds: `#12` (not `&#12;`) or `issue 12`, `PR 12`, `pull request 12`; a
 /// commit hash; a path.
 const MENTIONS: &str = r"(?x)
-    (?:^|[^\w&/])\#(?P<num>[0-9]{1,9})\b
+    \b(?P<repo>[\w.-]+/[\w.-]+)\#(?P<repo_num>[0-9]{1,9})\b
+    | (?:^|[^\w&/])\#(?P<num>[0-9]{1,9})\b
     | \b(?i:issue|pr|pull\s+request)\s+\#?(?P<named>[0-9]{1,9})\b
     | \b(?P<hash>[0-9a-fA-F]{7,40})\b
     | (?P<path>(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}
-        | [\w-]+\.(?:rs|md|toml|json|ya?ml|txt|cpp|cc|h|hpp|c|py|ts|js|sh|ui|qrc|in|ac|am))\b";
+        | [\w-]+\.(?:rs|md|toml|json|ya?ml|txt|cpp|cc|h|hpp|c|py|ts|js|sh|ui|qrc|in|ac|am))\b
+    | (?:^|[^\w/:.-])(?P<bare>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b";
 
 /// The issues, commits and files a text names, in order, each once. What a model writes in
 /// an answer is read with this to flag what the run never saw.
@@ -176,7 +201,12 @@ pub fn mentions(text: &str) -> Vec<Mention> {
     };
     let mut out: Vec<Mention> = Vec::new();
     for c in re.captures_iter(text) {
-        let m = if let Some(n) = c.name("num").or_else(|| c.name("named")) {
+        let m = if let (Some(r), Some(n)) = (c.name("repo"), c.name("repo_num")) {
+            n.as_str().parse().ok().map(|number| Mention::RepoNumber {
+                repo: r.as_str().to_string(),
+                number,
+            })
+        } else if let Some(n) = c.name("num").or_else(|| c.name("named")) {
             n.as_str().parse().ok().map(Mention::Number)
         } else if let Some(h) = c.name("hash") {
             let h = h.as_str();
@@ -185,6 +215,7 @@ pub fn mentions(text: &str) -> Vec<Mention> {
             (digits && letters).then(|| Mention::Hash(h.to_string()))
         } else {
             c.name("path")
+                .or_else(|| c.name("bare"))
                 .map(|p| Mention::Path(p.as_str().to_string()))
         };
         if let Some(m) = m {
