@@ -13,10 +13,17 @@ pub(super) fn str_field(o: &Obj, key: &str) -> Option<String> {
     o.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// A user's login; none for a deleted account, which `gh` prints as `app/` (an item's author)
+/// or `""` (a comment's), so the account shows as GitHub's "ghost" rather than as those. An
+/// app's `app/NAME` is written as REST writes it, `NAME[bot]`.
 pub(super) fn login(v: Option<&Value>) -> Option<String> {
-    v.and_then(|u| u.get("login"))
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    let login = v.and_then(|u| u.get("login")).and_then(Value::as_str)?;
+    match login.strip_prefix("app/") {
+        Some("") => None,
+        Some(app) => Some(format!("{app}[bot]")),
+        None if login.trim().is_empty() => None,
+        None => Some(login.to_string()),
+    }
 }
 
 /// RFC 3339 time to seconds since the epoch.

@@ -14,6 +14,7 @@ pub(super) fn gh_cli_item(path: &Path, o: &Obj, sink: &mut Sink<'_>) -> Result<(
     let number = number_field(path, o)?;
     let url = str_field(o, "url");
     let is_pr = url.as_deref().is_some_and(|u| u.contains("/pull/"))
+        || str_field(o, "state").as_deref() == Some("MERGED")
         || [
             "headRefName",
             "baseRefName",

@@ -138,6 +138,7 @@ pub(super) fn read_from<R: std::io::BufRead>(
                 sink: &mut *sink,
                 index: &mut index,
                 failure: &mut failure,
+                line: start_line,
             };
             let parsed = serde::Deserializer::deserialize_seq(&mut de, visitor);
             if let Some(f) = failure {
@@ -149,7 +150,13 @@ pub(super) fn read_from<R: std::io::BufRead>(
         } else {
             let v: Result<Value, _> = serde::Deserialize::deserialize(&mut de);
             match v {
-                Ok(v) => record(path, v, sink)?,
+                Ok(v) => record(path, v, sink).map_err(|e| match e {
+                    WorkspaceError::Import { path, reason } => WorkspaceError::Import {
+                        path,
+                        reason: format!("the value starting at line {start_line}: {reason}"),
+                    },
+                    other => other,
+                })?,
                 Err(e) => return Err(too_large(path, 1, cutter.over).unwrap_or_else(|| located(e))),
             }
         }
@@ -181,6 +188,9 @@ struct RecordsVisitor<'p, 's, 'o> {
     index: &'s mut usize,
     /// Our own error (a record of the wrong shape), kept apart from JSON syntax errors.
     failure: &'s mut Option<WorkspaceError>,
+    /// The line the array starts on: pages printed one after another each count their
+    /// records from 1, so "record 2" alone pointed at a good record of the first page.
+    line: usize,
 }
 
 impl<'de> serde::de::Visitor<'de> for RecordsVisitor<'_, '_, '_> {
@@ -197,7 +207,10 @@ impl<'de> serde::de::Visitor<'de> for RecordsVisitor<'_, '_, '_> {
                 *self.failure = Some(match e {
                     WorkspaceError::Import { path, reason } => WorkspaceError::Import {
                         path,
-                        reason: format!("record {}: {reason}", self.index),
+                        reason: format!(
+                            "record {} of the array starting at line {}: {reason}",
+                            self.index, self.line
+                        ),
                     },
                     other => other,
                 });
@@ -208,7 +221,34 @@ impl<'de> serde::de::Visitor<'de> for RecordsVisitor<'_, '_, '_> {
     }
 }
 
+/// A record, or an array of them one level down: `gh api --paginate --slurp` prints the pages
+/// as one array of arrays, which was refused whole.
 fn record(path: &Path, v: Value, sink: &mut Sink<'_>) -> Result<(), WorkspaceError> {
+    match v {
+        Value::Array(items) => items
+            .into_iter()
+            .try_for_each(|item| record_one(path, item, sink)),
+        other => record_one(path, other, sink),
+    }
+}
+
+/// GitHub CLI's camelCase fields, which REST records do not have: a record with one of them
+/// and no REST `user` is `gh`'s (`gh pr list --json number,title,state,headRefName` has
+/// neither `createdAt` nor `author`, and was read as a REST issue).
+const GH_CLI_KEYS: [&str; 10] = [
+    "createdAt",
+    "updatedAt",
+    "closedAt",
+    "mergedAt",
+    "headRefName",
+    "baseRefName",
+    "isDraft",
+    "mergeCommit",
+    "author",
+    "reviewDecision",
+];
+
+fn record_one(path: &Path, v: Value, sink: &mut Sink<'_>) -> Result<(), WorkspaceError> {
     let Value::Object(o) = &v else {
         return Err(shape_err(
             path,
@@ -227,13 +267,19 @@ fn record(path: &Path, v: Value, sink: &mut Sink<'_>) -> Result<(), WorkspaceErr
     // The search API.
     if let Some(Value::Array(items)) = o.get("items") {
         for item in items {
-            record(path, item.clone(), sink)?;
+            record_one(path, item.clone(), sink)?;
         }
         return Ok(());
     }
     if o.contains_key("number") && o.contains_key("title") {
         if o.contains_key("createdAt")
-            || o.get("author").is_some_and(Value::is_object) && !o.contains_key("user")
+            || !o.contains_key("user")
+                && (GH_CLI_KEYS.iter().any(|k| o.contains_key(*k))
+                    // REST writes states in lower case, `gh` in upper.
+                    || matches!(
+                        o.get("state").and_then(Value::as_str),
+                        Some("OPEN" | "CLOSED" | "MERGED")
+                    ))
         {
             gh_cli_item(path, o, sink)?;
         } else {
@@ -321,5 +367,83 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("positive integer"));
+    }
+
+    /// `gh pr list --json` with neither `createdAt` nor `author` is still `gh`'s: its pull
+    /// requests came in as issues, without their branch or merge time, and with an empty body
+    /// over one imported before (found in review).
+    #[test]
+    fn gh_pr_list_without_created_at_or_author_is_a_pull_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "prs.json",
+            r#"[{"number": 5, "title": "Add x", "state": "MERGED", "url": "https://github.com/o/r/pull/5", "headRefName": "x", "mergedAt": "2024-03-02T00:00:00Z"},
+                {"number": 6, "title": "Fix y", "state": "MERGED"}]"#,
+        );
+        let b = read(&p).unwrap();
+        let i = &b.items[&5];
+        assert!(i.is_pr, "{i:?}");
+        assert_eq!(i.head_ref.as_deref(), Some("x"), "{i:?}");
+        assert_eq!(i.merged_at, Some(1709337600), "{i:?}");
+        assert_eq!(i.body, None);
+        assert!(b.items[&6].is_pr, "{:?}", b.items[&6]);
+    }
+
+    /// A deleted account, which `gh` prints as `app/` (an item's author) or `""` (a comment's),
+    /// is GitHub's "ghost"; an app's `app/NAME` is `NAME[bot]` as REST writes it (found in
+    /// review).
+    #[test]
+    fn gh_deleted_authors_are_ghost() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "issues.json",
+            r#"[{"number": 3, "title": "Crash", "state": "OPEN", "createdAt": "2024-03-01T00:00:00Z", "author": {"is_bot": true, "login": "app/"},
+                 "comments": [{"id": "IC_1", "author": {"login": ""}, "body": "me too", "createdAt": "2024-03-01T01:00:00Z"},
+                              {"id": "IC_2", "author": {"login": "app/dependabot"}, "body": "bump", "createdAt": "2024-03-01T02:00:00Z"}]}]"#,
+        );
+        let b = read(&p).unwrap();
+        assert_eq!(b.items[&3].author, None, "stored as ghost");
+        let authors: Vec<&str> = b.comments.iter().map(|c| c.author.as_str()).collect();
+        assert_eq!(authors, ["ghost", "dependabot[bot]"]);
+    }
+
+    /// `gh api --paginate --slurp` prints the pages as one array of arrays: imported, where it
+    /// was refused whole (found in review).
+    #[test]
+    fn gh_api_paginate_slurp_imports() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "slurp.json",
+            r#"[[{"number": 1, "title": "a", "state": "open", "user": {"login": "x"}}], [{"number": 2, "title": "b", "state": "open", "user": {"login": "y"}}]]"#,
+        );
+        assert_eq!(read(&p).unwrap().items.len(), 2);
+    }
+
+    /// A bad record in a later page, or in a later search result, is located by the line its
+    /// page starts on: each page counts its records from 1, and a search result's error had no
+    /// place at all (found in review).
+    #[test]
+    fn a_bad_record_in_a_later_page_is_located() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "pages.json",
+            "[{\"number\": 1, \"title\": \"a\"}, {\"number\": 2, \"title\": \"b\"}]\n[{\"number\": 3, \"title\": \"c\"}, {\"number\": 0, \"title\": \"d\"}]",
+        );
+        let e = read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("record 2 of the array starting at line 2"),
+            "{e}"
+        );
+        let p = write(
+            dir.path(),
+            "search.json",
+            "{\"total_count\": 2, \"items\": [{\"number\": 1, \"title\": \"a\"}]}\n{\"total_count\": 2, \"items\": [{\"number\": 0, \"title\": \"d\"}]}",
+        );
+        let e = read(&p).unwrap_err().to_string();
+        assert!(e.contains("starting at line 2"), "{e}");
     }
 }
