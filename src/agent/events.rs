@@ -23,6 +23,9 @@ pub enum AgentEvent {
     StepStarted {
         index: usize,
     },
+    /// A piece of the step's raw output. An empty one ends the step's output (the model
+    /// stopped writing): what merges pieces sends what it holds then, rather than with the
+    /// next event, which comes only once the step's tool has run.
     Token {
         index: usize,
         text: String,

@@ -210,6 +210,9 @@ impl Agent<'_> {
                 }
             };
             let result = self.generate(request.clone(), cancel, &mut on_token);
+            // The output is all there: said, so the last of it is not held back while the
+            // step's tool runs (`app::stream::Coalesce`).
+            on_token("");
             let full = matches!(
                 result,
                 Err(AgentError::Model(LlmError::ContextFull { .. }))

@@ -40,6 +40,14 @@ impl<F: FnMut(AppEvent)> Coalesce<F> {
     pub fn push(&mut self, event: AppEvent) {
         let now = Instant::now();
         let (index, text, thought) = match &event {
+            // The step's output ended: what is pending goes now, not once the step's tool has
+            // run (the last tenth of a second of text stood still while a slow tool ran).
+            AppEvent::Agent {
+                event: AgentEvent::Token { text, .. },
+            } if text.is_empty() => {
+                self.flush();
+                return;
+            }
             AppEvent::Agent {
                 event: AgentEvent::Token { index, text },
             } => (*index, text, false),
@@ -168,5 +176,24 @@ mod tests {
         c.push(token(0, "b"));
         drop(c);
         assert_eq!(sent, [token(0, "a"), token(0, "b")]);
+    }
+
+    /// The empty piece that ends a step's output sends what is pending at once: the last
+    /// tenth of a second of text waited for the next event, which comes only once the step's
+    /// tool has run (found in review).
+    #[test]
+    fn the_end_of_a_steps_output_sends_what_is_pending() {
+        let sent = std::cell::RefCell::new(Vec::new());
+        let mut c = Coalesce::new(Duration::from_secs(3600), |e| sent.borrow_mut().push(e));
+        c.push(token(0, "{\"thought\": \"Sea"));
+        c.push(thought(0, "Sea"));
+        assert!(sent.borrow().is_empty());
+        c.push(token(0, ""));
+        assert_eq!(
+            *sent.borrow(),
+            [token(0, "{\"thought\": \"Sea"), thought(0, "Sea")]
+        );
+        drop(c);
+        assert_eq!(sent.borrow().len(), 2, "nothing more, and no empty piece");
     }
 }
