@@ -95,14 +95,28 @@ pub(super) fn read_from<R: std::io::BufRead>(
     };
     // A UTF-8 byte-order mark, as Windows tools write one, is not JSON but says nothing
     // either: skipped, not refused at column 1 (issue 17).
-    let bom = std::io::BufRead::fill_buf(&mut reader.inner)
-        .map(|buf| buf.starts_with(b"\xEF\xBB\xBF"))
+    let (bom, utf16) = std::io::BufRead::fill_buf(&mut reader.inner)
+        .map(|buf| {
+            (
+                buf.starts_with(b"\xEF\xBB\xBF"),
+                buf.starts_with(b"\xFF\xFE") || buf.starts_with(b"\xFE\xFF"),
+            )
+        })
         .map_err(|source| WorkspaceError::Io {
             path: path.to_path_buf(),
             source,
         })?;
     if bom {
         std::io::BufRead::consume(&mut reader.inner, 3);
+    }
+    // Windows PowerShell 5 writes `gh api … > x.json` as UTF-16: said as such, where it was
+    // "invalid JSON at line 1, column 1" (found in review).
+    if utf16 {
+        return Err(shape_err(
+            path,
+            "the file is UTF-16 text (as Windows PowerShell 5 writes it); save it as UTF-8 \
+             (gh api … | Out-File -Encoding utf8 x.json) and import that",
+        ));
     }
     let mut values = 0;
     loop {
@@ -445,5 +459,24 @@ mod tests {
         );
         let e = read(&p).unwrap_err().to_string();
         assert!(e.contains("starting at line 2"), "{e}");
+    }
+
+    /// An export written as UTF-16 (Windows PowerShell 5's `>`) is refused naming the
+    /// encoding and what to do, where it was "invalid JSON at line 1, column 1" (found in
+    /// review).
+    #[test]
+    fn a_utf16_export_is_named_as_such() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("issues.json");
+        let mut bytes = vec![0xFF, 0xFE];
+        for u in "[{\"number\": 1, \"title\": \"a\"}]".encode_utf16() {
+            bytes.extend(u.to_le_bytes());
+        }
+        std::fs::write(&p, bytes).unwrap();
+        let e = read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("UTF-16") && e.contains("UTF-8") && e.contains("issues.json"),
+            "{e}"
+        );
     }
 }
