@@ -144,6 +144,8 @@ pub(super) fn read_from<R: std::io::BufRead>(
         };
         let mut cutter = CutLongStrings::new(&mut reader, MAX_BODY_CHARS + 1);
         let mut de = serde_json::Deserializer::from_reader(&mut cutter);
+        let left = std::cell::Cell::new(MAX_RECORD_VALUES);
+        let over = std::cell::Cell::new(false);
         if first == b'[' {
             let mut index = 0usize;
             let mut failure: Option<WorkspaceError> = None;
@@ -153,16 +155,28 @@ pub(super) fn read_from<R: std::io::BufRead>(
                 index: &mut index,
                 failure: &mut failure,
                 line: start_line,
+                left: &left,
+                over: &over,
             };
             let parsed = serde::Deserializer::deserialize_seq(&mut de, visitor);
             if let Some(f) = failure {
                 return Err(f);
             }
             if let Err(e) = parsed {
+                if over.get() {
+                    return Err(too_many_values(path, index + 1));
+                }
                 return Err(too_large(path, index + 1, cutter.over).unwrap_or_else(|| located(e)));
             }
         } else {
-            let v: Result<Value, _> = serde::Deserialize::deserialize(&mut de);
+            let seed = BoundedValue {
+                left: &left,
+                over: &over,
+            };
+            let v: Result<Value, _> = serde::de::DeserializeSeed::deserialize(seed, &mut de);
+            if v.is_err() && over.get() {
+                return Err(too_many_values(path, 1));
+            }
             match v {
                 Ok(v) => record(path, v, sink).map_err(|e| match e {
                     WorkspaceError::Import { path, reason } => WorkspaceError::Import {
@@ -195,6 +209,114 @@ fn too_large(path: &Path, record: usize, over: bool) -> Option<WorkspaceError> {
     })
 }
 
+/// The most JSON values one record may hold. Bytes alone did not bound memory: a record of
+/// 60 MB holding thirty million small numbers (`"reactions": [0,0,…]`) took about 2 GiB as
+/// parsed values. A pull request with all its reviews holds thousands.
+pub(super) const MAX_RECORD_VALUES: usize = 2_000_000;
+
+/// A JSON value, parsed counting its values against what is `left` for the record; past it,
+/// the parse stops and `over` says why.
+struct BoundedValue<'a> {
+    left: &'a std::cell::Cell<usize>,
+    over: &'a std::cell::Cell<bool>,
+}
+
+impl BoundedValue<'_> {
+    fn take<E: serde::de::Error>(&self) -> Result<(), E> {
+        match self.left.get().checked_sub(1) {
+            Some(n) => {
+                self.left.set(n);
+                Ok(())
+            }
+            None => {
+                self.over.set(true);
+                Err(E::custom("too many values"))
+            }
+        }
+    }
+
+    fn again(&self) -> Self {
+        BoundedValue {
+            left: self.left,
+            over: self.over,
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for BoundedValue<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for BoundedValue<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::Null)
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<Value, E> {
+        self.visit_unit()
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::from(v))
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Value, E> {
+        self.take()?;
+        Ok(Value::String(v))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        self.take()?;
+        let mut items = Vec::new();
+        while let Some(v) = seq.next_element_seed(self.again())? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        self.take()?;
+        let mut o = serde_json::Map::new();
+        while let Some(k) = map.next_key::<String>()? {
+            self.take()?;
+            let v = map.next_value_seed(self.again())?;
+            o.insert(k, v);
+        }
+        Ok(Value::Object(o))
+    }
+}
+
+fn too_many_values(path: &Path, record: usize) -> WorkspaceError {
+    shape_err(
+        path,
+        format!(
+            "record {record} holds more than {MAX_RECORD_VALUES} JSON values: Burrow reads records \
+             up to that many (a pull request with all its reviews holds thousands)"
+        ),
+    )
+}
+
 /// Hands each element of a top-level array to `record` as soon as it is parsed.
 struct RecordsVisitor<'p, 's, 'o> {
     path: &'p Path,
@@ -205,6 +327,9 @@ struct RecordsVisitor<'p, 's, 'o> {
     /// The line the array starts on: pages printed one after another each count their
     /// records from 1, so "record 2" alone pointed at a good record of the first page.
     line: usize,
+    /// The values the record being parsed may still hold, and whether it held more.
+    left: &'s std::cell::Cell<usize>,
+    over: &'s std::cell::Cell<bool>,
 }
 
 impl<'de> serde::de::Visitor<'de> for RecordsVisitor<'_, '_, '_> {
@@ -215,7 +340,15 @@ impl<'de> serde::de::Visitor<'de> for RecordsVisitor<'_, '_, '_> {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(v) = seq.next_element::<Value>()? {
+        loop {
+            self.left.set(MAX_RECORD_VALUES);
+            let seed = BoundedValue {
+                left: self.left,
+                over: self.over,
+            };
+            let Some(v) = seq.next_element_seed(seed)? else {
+                break;
+            };
             *self.index += 1;
             if let Err(e) = record(self.path, v, self.sink) {
                 *self.failure = Some(match e {
@@ -478,5 +611,35 @@ mod tests {
             e.contains("UTF-16") && e.contains("UTF-8") && e.contains("issues.json"),
             "{e}"
         );
+    }
+
+    /// A record is bounded by the JSON values it holds as well as by its bytes: sixty million
+    /// bytes of small numbers in one record took about 2 GiB as parsed values (found in
+    /// review). Past the bound the import stops, naming the record; below it, it reads.
+    #[test]
+    fn a_record_of_too_many_values_is_refused_not_parsed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let many = |n: usize| {
+            let zeros = "0,".repeat(n);
+            format!("[{{\"number\": 1, \"title\": \"t\", \"reactions\": [{zeros}0]}}]")
+        };
+        let p = write(dir.path(), "big.json", &many(super::MAX_RECORD_VALUES + 1));
+        let e = read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("record 1") && e.contains(&super::MAX_RECORD_VALUES.to_string()),
+            "{e}"
+        );
+        let p = write(dir.path(), "fine.json", &many(1_000));
+        assert_eq!(read(&p).unwrap().items.len(), 1);
+        // A search result, one object holding its items, is bounded as a whole.
+        let p = write(
+            dir.path(),
+            "search.json",
+            &format!(
+                "{{\"items\": [{{\"number\": 1, \"title\": \"t\", \"r\": [{}0]}}]}}",
+                "0,".repeat(super::MAX_RECORD_VALUES)
+            ),
+        );
+        assert!(read(&p).unwrap_err().to_string().contains("JSON values"));
     }
 }
