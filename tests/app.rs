@@ -743,3 +743,33 @@ fn a_setting_saved_by_the_app_keeps_mcp_servers_added_by_hand() {
         Some(7.0)
     );
 }
+
+/// A run is refused while a model is being loaded, in the core as on the Run screen: started
+/// during a switch, it ran on the old model, which the load could unload under it (found in
+/// review). Checked from the load's own progress, so the two overlap for certain.
+#[test]
+fn a_run_is_refused_while_a_model_loads() {
+    let f = fixture();
+    f.app
+        .set_model(Arc::new(FakeModel::new([answer("old")])), status("fake"));
+    let smollm2 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let mut refused = None;
+    f.app
+        .load_model(Some(smollm2.to_str().unwrap()), &mut |e| {
+            if matches!(e, AppEvent::LoadProgress { .. }) && refused.is_none() {
+                refused = Some(f.app.run(RunTask::New("who wrote it?".into()), &mut |_| {}));
+            }
+        })
+        .unwrap();
+    assert!(
+        matches!(refused, Some(Err(AppError::LoadInProgress))),
+        "{refused:?}"
+    );
+    // Loaded, a run goes past the check (to the next: this workspace holds nothing).
+    let err = f
+        .app
+        .run(RunTask::New("who wrote it?".into()), &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(err, AppError::EmptyWorkspace), "{err:?}");
+}

@@ -79,6 +79,7 @@ impl From<AppError> for CommandError {
             AppError::Tools(_) => "tools",
             AppError::NoModel => "no_model",
             AppError::RunInProgress => "run_in_progress",
+            AppError::LoadInProgress => "load_in_progress",
             AppError::EmptyTask => "empty_task",
             AppError::EmptyWorkspace => "empty_workspace",
             AppError::Open { .. } => "open",

@@ -63,6 +63,8 @@ pub enum AppError {
     NoModel,
     #[error("a run is in progress: stop it or wait for it to end")]
     RunInProgress,
+    #[error("a model is being loaded: run once it is in use")]
+    LoadInProgress,
     #[error("the task is empty")]
     EmptyTask,
     #[error(
@@ -308,6 +310,10 @@ pub struct App {
     model: Mutex<Option<CurrentModel>>,
     /// The run in progress: one at a time, as there is one model to run it.
     run: Mutex<Option<CancelToken>>,
+    /// A model is being loaded. Set and read under `run`'s lock, so a load and a run never
+    /// both start: a run started during a switch ran on the old model, which the load could
+    /// unload under it.
+    loading: std::sync::atomic::AtomicBool,
     /// Catalogue ids being downloaded: a second download of a model the app is fetching would
     /// fetch it all again for nothing.
     fetching: Mutex<HashSet<String>>,
@@ -369,6 +375,7 @@ impl App {
             engine: OnceLock::new(),
             model: Mutex::new(None),
             run: Mutex::new(None),
+            loading: std::sync::atomic::AtomicBool::new(false),
             fetching: Mutex::new(HashSet::new()),
             settings: Mutex::new(settings),
             embedder: Mutex::new(None),
@@ -431,9 +438,21 @@ impl App {
         label: &mut String,
         on_event: &mut dyn FnMut(AppEvent),
     ) -> Result<ModelStatus, AppError> {
-        if lock(&self.run).is_some() {
-            return Err(AppError::RunInProgress);
+        {
+            let run = lock(&self.run);
+            if run.is_some() {
+                return Err(AppError::RunInProgress);
+            }
+            self.loading
+                .store(true, std::sync::atomic::Ordering::SeqCst);
         }
+        struct Loaded<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Loaded<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _loading = Loaded(&self.loading);
         if let Some(backend) = query
             .map(|q| models::find_remote(&self.home, q))
             .transpose()?
@@ -1061,6 +1080,9 @@ impl App {
             let mut run = lock(&self.run);
             if run.is_some() {
                 return Err(AppError::RunInProgress);
+            }
+            if self.loading.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(AppError::LoadInProgress);
             }
             let token = CancelToken::new();
             *run = Some(token.clone());
