@@ -93,6 +93,10 @@ pub(super) fn write_import(
                 insert_comment(&tx, id, &c)?;
                 report.comments += 1;
                 touched.insert(id);
+                // Listed, so that a whole record read after it does not delete it.
+                if let Some((_, listed)) = whole.get_mut(&id) {
+                    listed.insert((c.kind, c.external_id.clone()));
+                }
             }
             None => report.orphan_comments += 1,
         }
