@@ -1011,3 +1011,96 @@ fn a_corrupt_workspace_database_is_named_in_the_error() {
     assert_eq!(out.status.code(), Some(1), "{e}");
     assert!(e.contains(db.to_str().unwrap()), "{e}");
 }
+
+/// Odd command lines a review found handled wrongly, each now refused or done as said:
+/// `ask ""` ran and succeeded; `chat --json` from standard input streamed text; `bench --served
+/// --tests` ignored `--tests`; `models remove-remote --json` of an unknown name exited 0; and
+/// `models remove-dir` of a deleted folder named relatively said it was not listed.
+#[test]
+fn odd_command_lines_are_refused_or_done_as_said() {
+    let home = tempfile::tempdir().unwrap();
+    let out = burrow(home.path(), &["ask", "  "]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the task is empty"));
+
+    let mut chat = burrow_cmd(home.path(), &["chat", "--json"]);
+    let out = chat.stdin(std::process::Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--json is for one prompt"));
+
+    let out = burrow(home.path(), &["bench", "--served", "--tests", "bogus"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let plain = burrow(home.path(), &["models", "remove-remote", "nope"]);
+    let as_json = burrow(home.path(), &["models", "remove-remote", "nope", "--json"]);
+    assert_eq!(plain.status.code(), Some(1));
+    assert_eq!(as_json.status.code(), Some(1));
+
+    let work = home.path().join("work");
+    std::fs::create_dir_all(work.join("mods")).unwrap();
+    let in_work = |args: &[&str]| {
+        let mut c = burrow_cmd(home.path(), args);
+        c.current_dir(&work);
+        json(&c.output().unwrap())
+    };
+    in_work(&["models", "add-dir", "mods", "--json"]);
+    std::fs::remove_dir_all(work.join("mods")).unwrap();
+    let removed = in_work(&["models", "remove-dir", "mods", "--json"]);
+    assert_eq!(removed["changed"], true, "{removed}");
+    assert_eq!(
+        removed["model_dirs"].as_array().map(Vec::len),
+        Some(0),
+        "{removed}"
+    );
+}
+
+/// A resumed run goes on in its own protocol, not the default one: a run written in `text`
+/// was resumed as json-typed, its history read under another dialect's grammar (found in
+/// review); asking for another protocol is refused. A failed agent benchmark exits 1, not 2
+/// (the command line's).
+#[test]
+fn a_resumed_run_keeps_its_protocol() {
+    let _g = common::exclusive();
+    let home = tempfile::tempdir().unwrap();
+    notes_workspace(home.path());
+    let db = home.path().join("workspace.db");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "INSERT INTO runs (task, model, protocol, status, started_at) VALUES ('When is the release planned?', 'SmolLM2-135M-Instruct', 'text', 'interrupted', 0)",
+        [],
+    )
+    .unwrap();
+    let id = c.last_insert_rowid().to_string();
+    drop(c);
+    let out = burrow(
+        home.path(),
+        &["ask", "--resume", &id, "--protocol", "json-typed"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("in the text protocol"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = burrow(home.path(), &["ask", "--resume", &id, "--max-steps", "1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().next().unwrap_or("").ends_with(", text]"),
+        "resumed as: {stdout}"
+    );
+    let out = burrow(
+        home.path(),
+        &["bench", "--agent", "--steps", "3", "--ctx", "512"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

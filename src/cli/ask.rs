@@ -22,9 +22,10 @@ use burrow::llm::engine::CancelToken;
 pub struct AskArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// The ReAct dialect: json-typed, json-action, json-finish, text or tool-calls.
-    #[arg(long, default_value = "json-typed")]
-    pub protocol: String,
+    /// The ReAct dialect: json-typed, json-action, json-finish, text or tool-calls (default:
+    /// json-typed; a resumed run keeps its own).
+    #[arg(long)]
+    pub protocol: Option<String>,
     #[arg(long, default_value_t = 12)]
     pub max_steps: usize,
     /// Steps before a final answer is accepted (small models otherwise answer before they
@@ -86,13 +87,30 @@ pub fn protocol(name: &str) -> Result<Protocol> {
 }
 
 pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
-    let protocol = protocol(&args.protocol)?;
+    // Before the model loads: `ask "$TASK"` with an empty variable ran, searched for nothing
+    // and said it succeeded.
+    if args.resume.is_none() && args.task.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        bail!("the task is empty: say what to find out (burrow ask \"Which PR fixed …?\")");
+    }
     let prompt = match &args.prompt_template {
         Some(path) => PromptTemplate::from_file(path)?,
         None => PromptTemplate::builtin()?,
     };
     // Opening the app marks the runs of processes that died as interrupted.
     let mut app = App::open(home.clone())?;
+    // A resumed run goes on in the dialect its steps are written in: resumed in the default
+    // one, its history was read under another's grammar and prompt.
+    let protocol = match (args.resume, &args.protocol) {
+        (Some(id), asked) => {
+            use burrow::agent::RunStore;
+            let kept = app.workspace().run(id)?.protocol;
+            if let Some(asked) = asked.as_ref().filter(|a| **a != kept) {
+                bail!("run {id} is in the {kept} protocol; it cannot go on in {asked}");
+            }
+            protocol(&kept)?
+        }
+        (None, asked) => protocol(asked.as_deref().unwrap_or("json-typed"))?,
+    };
     // The MCP servers in the settings: their tools join the toolbelt for this run.
     for problem in app.connect_mcp_servers() {
         eprintln!("{problem}");

@@ -14,6 +14,9 @@ use burrow::app::App;
 use burrow::config::BurrowHome;
 use burrow::llm::bench::{run_bench, run_served_bench, BenchOptions, BenchTests};
 
+/// The measurements `bench` runs by default.
+const DEFAULT_TESTS: &str = "prefill,decode,grammar,reuse";
+
 #[derive(Args)]
 pub struct BenchArgs {
     #[command(flatten)]
@@ -25,10 +28,10 @@ pub struct BenchArgs {
     /// (the first token of 48 new tokens behind 0, 700, 1600 and 2600 cached ones, with and
     /// without prefill padding), decode-depth (64 tokens decoded behind 0, 1000, 2000 and 3000
     /// cached ones, free and under the action grammar).
-    #[arg(long, default_value = "prefill,decode,grammar,reuse")]
+    #[arg(long, default_value = DEFAULT_TESTS, conflicts_with = "served")]
     tests: String,
     /// Sampling temperature for the grammar measurement (0 = greedy).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, conflicts_with = "served")]
     grammar_temperature: f32,
     /// Measure a local model the way a remote backend is measured (a chat turn, free decode,
     /// decode under a JSON schema, through the model interface), to set the two side by side.
@@ -73,6 +76,11 @@ pub fn bench(home: &BurrowHome, args: BenchArgs) -> Result<ExitCode> {
         );
     }
     if args.served || remote_choice(home, &args.model)?.is_some() {
+        // The measurements of Burrow's own engine do not apply: asked for, they are refused,
+        // not ignored (clap refuses them beside --served; a remote model is known only here).
+        if args.tests != DEFAULT_TESTS || args.grammar_temperature != 0.0 {
+            bail!("--tests and --grammar-temperature measure Burrow's own engine, not a model served elsewhere");
+        }
         // A server's engine is not Burrow's to drive: measured through the model interface.
         let model = load_model(home, &args.model)?;
         let report = run_served_bench(&*model.model, args.repetitions)?;
@@ -136,8 +144,9 @@ fn bench_agent_run(
     } else {
         print!("{report}");
     }
+    // A run that failed is Burrow's failure (1), not a command line's (2).
     Ok(if report.status == RunStatus::Error {
-        ExitCode::from(2)
+        ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })

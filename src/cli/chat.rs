@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::models::{load_model, ModelArgs};
@@ -53,6 +53,11 @@ pub struct ChatArgs {
 }
 
 pub fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
+    // A conversation read from standard input streams its replies as text: --json, which was
+    // accepted and ignored there, is for one prompt.
+    if args.json && args.prompt.is_none() {
+        bail!("--json is for one prompt given as an argument (burrow chat --json \"…\"), not a conversation read from standard input");
+    }
     let grammar = match (&args.grammar, &args.json_schema) {
         (Some(g), _) => {
             let text = std::fs::read_to_string(g)

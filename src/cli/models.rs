@@ -192,7 +192,9 @@ pub fn run(home: &BurrowHome, command: ModelsCommand) -> Result<ExitCode> {
                 );
             } else if removed {
                 println!("{name}: removed");
-            } else {
+            }
+            // With --json or without, an unknown name fails (it exited 0 with --json).
+            if !removed {
                 bail!("no remote backend is called {name:?} (see: burrow models list)");
             }
             Ok(ExitCode::SUCCESS)
@@ -482,7 +484,11 @@ fn models_dir(home: &BurrowHome, path: &Path, add: bool, json: bool) -> Result<E
         }
         new
     } else {
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        // A folder deleted or moved is the usual one to remove: named relatively, it is taken
+        // from here, as `add-dir` stored it, rather than compared as written.
+        let canonical = std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
+            .unwrap_or_else(|_| path.to_path_buf());
         let before = config.model_dirs.len();
         config.model_dirs.retain(|d| d != path && *d != canonical);
         config.model_dirs.len() != before

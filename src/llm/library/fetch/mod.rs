@@ -181,6 +181,7 @@ pub fn fetch(
             file: entry.file.clone(),
         });
     }
+    remove_stale_parts(dest_dir, &entry.file);
     fs::create_dir_all(dest_dir).map_err(io_error(dest_dir))?;
     let mut tried = Vec::new();
     for source in &entry.sources {
@@ -606,6 +607,50 @@ impl<'a> Progress<'a> {
             self.report();
         }
     }
+}
+
+/// Removes what fetches of `file` that are no longer running left in `dir` (a fetch killed,
+/// by Ctrl-C or otherwise, before its temporary files were dropped): each is named for its
+/// process, so no later fetch reuses one, and a killed download of hundreds of megabytes
+/// stayed for good. Those of a fetch still running are left to it.
+fn remove_stale_parts(dir: &Path, file: &str) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(file) else {
+            continue;
+        };
+        // `.part-PID-N`, `.source.part-PID-N`, `.whl.part-PID-N`.
+        let Some((_, tail)) = rest.split_once(".part-") else {
+            continue;
+        };
+        let Some(pid) = tail.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !process_alive(pid) {
+            if let Err(err) = fs::remove_file(e.path()) {
+                tracing::warn!("{} could not be removed: {err}", e.path().display());
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(not(unix))]
+fn process_alive(_pid: u32) -> bool {
+    // Unknown here: left in place rather than taken from a fetch that may be running.
+    true
 }
 
 /// A file that is removed when dropped.

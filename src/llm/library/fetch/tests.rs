@@ -685,3 +685,37 @@ fn two_fetches_of_one_model_at_once_never_put_a_bad_file_in_place() {
         );
     });
 }
+
+/// What a fetch killed before it could clean up (Ctrl-C) left is removed by the next fetch of
+/// that model: each temporary file is named for its process, so none is reused, and a killed
+/// download stayed for good (found in review). A running fetch's files, and others, stay.
+#[test]
+fn a_killed_fetchs_parts_are_removed_by_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let own = std::process::id();
+    // No process has this id (past Linux's largest).
+    let dead = 4_194_304 + 12_345;
+    for name in [
+        format!("tiny.gguf.part-{dead}-0"),
+        format!("tiny.gguf.whl.part-{dead}-3"),
+        format!("tiny.gguf.part-{own}-7"),
+        format!("other.gguf.part-{dead}-0"),
+        "tiny.gguf.partial-notes".to_string(),
+    ] {
+        std::fs::write(dir.path().join(name), b"x").unwrap();
+    }
+    super::remove_stale_parts(dir.path(), "tiny.gguf");
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            format!("other.gguf.part-{dead}-0"),
+            format!("tiny.gguf.part-{own}-7"),
+            "tiny.gguf.partial-notes".to_string(),
+        ]
+    );
+}
