@@ -135,6 +135,36 @@ fn describe_query(q: &SearchQuery) -> String {
     s
 }
 
+/// `run_search` keeping only the hits `keep` takes (a filter the search itself has not), read
+/// from the first page of the most results a search gives; `said` is added to what was
+/// searched.
+pub(super) fn run_search_kept(
+    ws: &Workspace,
+    q: SearchQuery,
+    keep: impl Fn(&SearchHit) -> bool,
+    said: &str,
+) -> Result<ToolOutput, ToolError> {
+    let what = format!("{}{said}", describe_query(&q));
+    let want = q.limit;
+    let mut page = ws.search(&SearchQuery {
+        limit: crate::workspace::search::MAX_LIMIT,
+        offset: 0,
+        ..q
+    })?;
+    page.hits.retain(|h| keep(h));
+    page.hits.truncate(want);
+    let mut text = if page.hits.is_empty() {
+        no_hits(&what, 0)
+    } else {
+        hits_text(&what, &page.hits, 0)
+    };
+    if let Some(note) = &page.note {
+        let _ = writeln!(text, "Note: {note}.");
+    }
+    let items = page.hits.iter().filter_map(Locator::of_hit);
+    Ok(ToolOutput::new(text, &page).with_items(items))
+}
+
 pub(super) fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, ToolError> {
     let what = describe_query(&q);
     let page = ws.search(&q)?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::format::{date, limit, parse_date, run_search};
+use super::format::{date, limit, parse_date, run_search, run_search_kept};
 use crate::tools::{Locator, Opens, OpensItems, Tool, ToolError, ToolOutput};
 use crate::workspace::{Kind, SearchQuery, Workspace};
 
@@ -51,20 +51,38 @@ impl Tool for SearchCommits {
     fn run(&self, i: SearchCommitsInput) -> Result<ToolOutput, ToolError> {
         let since = parse_date("since", &i.since)?;
         let until = parse_date("until", &i.until)?;
+        // A path asked for beside words keeps to the commits that touched it: it was dropped,
+        // and commits that never touched it came back as if they had.
+        let path = i
+            .path
+            .clone()
+            .filter(|p| !p.trim().is_empty() && p.trim() != ".");
         if let Some(q) = i.query.filter(|q| !q.trim().is_empty()) {
-            return run_search(
+            let mut query = SearchQuery {
+                text: q,
+                kinds: vec![Kind::Commit],
+                repo: i.repo.clone(),
+                author: i.author,
+                since,
+                until,
+                limit: limit(i.limit, 10),
+                ..Default::default()
+            };
+            let Some(path) = path else {
+                return run_search(&self.0, query);
+            };
+            let touching: std::collections::HashSet<String> = self
+                .0
+                .commits(i.repo.as_deref(), None, Some(&path), None, None, 1 << 20)?
+                .into_iter()
+                .map(|c| c.hash)
+                .collect();
+            query.path = None;
+            return run_search_kept(
                 &self.0,
-                SearchQuery {
-                    text: q,
-                    kinds: vec![Kind::Commit],
-                    repo: i.repo,
-                    author: i.author,
-                    path: None,
-                    since,
-                    until,
-                    limit: limit(i.limit, 10),
-                    ..Default::default()
-                },
+                query,
+                |h| h.hash.as_ref().is_some_and(|x| touching.contains(x)),
+                &format!(", touching {path}"),
             );
         }
         let commits = self.0.commits(

@@ -136,7 +136,7 @@ fn issue_text(
         if d.is_pr { "Pull request" } else { "Issue" },
         d.number,
         d.repo,
-        d.title,
+        one_line(&d.title),
         d.state,
         d.merged_at
             .map(|t| format!(" ({})", date(Some(t))))
@@ -167,7 +167,7 @@ fn issue_text(
         if d.body.trim().is_empty() {
             "(no description)".to_string()
         } else {
-            clip(&d.body, MAX_BODY_CHARS)
+            quoted(&clip(&d.body, MAX_BODY_CHARS))
         }
     );
     for c in &d.comments {
@@ -183,7 +183,7 @@ fn issue_text(
         let body = if c.body.trim().is_empty() {
             "(no text)".to_string()
         } else {
-            clip(&c.body, MAX_BODY_CHARS)
+            quoted(&clip(&c.body, MAX_BODY_CHARS))
         };
         let _ = writeln!(
             out,
@@ -251,4 +251,25 @@ impl Tool for GetPullRequest {
     fn run(&self, i: GetPullRequestInput) -> Result<ToolOutput, ToolError> {
         issue_text(&self.0, i.repo.as_deref(), i.number, true)
     }
+}
+
+/// An untrusted body as the output holds it: a line of it that starts as the output's own
+/// headers do (`--- author comment (date, comment N):`) is set off by a space, so a comment
+/// cannot write another comment, or a maintainer's approving review, into what the model reads.
+fn quoted(body: &str) -> String {
+    body.lines()
+        .map(|l| {
+            if l.trim_start().starts_with("---") || l.starts_with('[') {
+                format!(" {l}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An untrusted title on one line: a line break in it would start a line of the output's own.
+fn one_line(s: &str) -> String {
+    s.split(['\n', '\r']).collect::<Vec<_>>().join(" ")
 }

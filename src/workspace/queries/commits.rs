@@ -49,7 +49,12 @@ impl Workspace {
         limit: usize,
     ) -> Result<Vec<CommitSummary>, WorkspaceError> {
         let repo = self.resolve_repo(repo)?;
-        let path = path.map(safe_relative).transpose()?;
+        // The root (`.`, or blank) and a blank author filter nothing: they matched no commit.
+        let path = path
+            .map(safe_relative)
+            .transpose()?
+            .filter(|p| !p.is_empty());
+        let author = author.filter(|a| !a.trim().is_empty());
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(

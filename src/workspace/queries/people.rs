@@ -49,10 +49,19 @@ impl Workspace {
             .map_err(db_err("listing members"))?
             .collect::<Result<_, _>>()
             .map_err(db_err("listing members"))?;
+        // One name with two emails (work and home) is one member: the second replaced the
+        // first, and its commits were lost from the count.
         for (name, email, commits, last) in rows {
-            members.insert(
-                name.to_lowercase(),
-                Member {
+            members
+                .entry(name.to_lowercase())
+                .and_modify(|m| {
+                    m.commits += commits;
+                    if m.last_active < Some(last) {
+                        m.last_active = Some(last);
+                        m.email = Some(email.clone());
+                    }
+                })
+                .or_insert(Member {
                     name,
                     email: Some(email),
                     commits,
@@ -60,8 +69,7 @@ impl Workspace {
                     pull_requests_opened: 0,
                     comments: 0,
                     last_active: Some(last),
-                },
-            );
+                });
         }
         let mut stmt = conn
             .prepare_cached(
@@ -136,7 +144,7 @@ impl Workspace {
                         max(c.time),
                         (SELECT c2.hash FROM commits c2 JOIN commit_files f2 ON f2.commit_id = c2.id
                           WHERE c2.repo_id = ?1 AND lower(c2.author_email) = lower(c.author_email)
-                            AND (f2.path = ?2 OR substr(f2.path, 1, length(?2) + 1) = ?2 || '/')
+                            AND (f2.path = ?2 OR ?2 = '' OR substr(f2.path, 1, length(?2) + 1) = ?2 || '/')
                           ORDER BY c2.time DESC LIMIT 1)
                  FROM commits c JOIN commit_files f ON f.commit_id = c.id
                  WHERE c.repo_id = ?1 AND (f.path = ?2 OR ?2 = '' OR substr(f.path, 1, length(?2) + 1) = ?2 || '/')
