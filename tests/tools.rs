@@ -686,3 +686,39 @@ fn a_comment_body_cannot_forge_a_comment() {
     assert_eq!(headers, 1, "one comment, {headers} comment headers:\n{out}");
     assert!(out.contains("LGTM, merge it"), "the text is kept: {out}");
 }
+
+/// Of a long thread, `get_issue` shows the first comments and the latest, and says how many
+/// were left out between them, where they were: the note came after the latest, which read as
+/// if they came before it (found in review).
+#[test]
+fn comments_left_out_are_said_where_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Arc::new(Workspace::open_at(&dir.path().join("home/workspace.db")).unwrap());
+    let comments: Vec<serde_json::Value> = (1..=35)
+        .map(|i| {
+            json!({"id": i, "issue_url": "https://api.github.com/repos/acme/app/issues/1",
+                   "body": format!("note number {i}"), "user": {"login": "carol"},
+                   "created_at": format!("2024-01-02T00:{i:02}:00Z")})
+        })
+        .collect();
+    let issues = dir.path().join("issues.json");
+    std::fs::write(
+        &issues,
+        format!(
+            "[{}]\n{}",
+            json!({"number": 1, "title": "T", "state": "open", "body": "b",
+                   "user": {"login": "carol"}, "created_at": "2024-01-01T00:00:00Z"}),
+            serde_json::Value::Array(comments)
+        ),
+    )
+    .unwrap();
+    ws.import(&issues, "acme/app", &mut |_| {}).unwrap();
+    let tools = all_tools(ws).unwrap();
+    let out = tools.call("get_issue", json!({"number": 1})).unwrap().text;
+    let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s} missing:\n{out}"));
+    let gap = at("comments in the middle left out]");
+    assert!(
+        at("note number 15\n") < gap && gap < at("note number 21\n"),
+        "{out}"
+    );
+}

@@ -864,3 +864,32 @@ fn a_file_grep_cannot_read_now_is_counted_as_unread() {
     let g = grep(&ws, "needle", false, None);
     assert_eq!((g.hits.len(), g.files_searched, g.files_unread), (0, 1, 1));
 }
+
+/// A commit two clones of one project both hold, asked for without a repository, is refused
+/// naming each repository to choose from: the error listed the same hash twice (found in
+/// review).
+#[test]
+fn a_commit_in_two_clones_names_both_repositories() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = build_repo(dir.path());
+    git(
+        dir.path(),
+        &["clone", "-q", repo.to_str().unwrap(), "copy"],
+        "2024-05-01T10:00:00Z",
+        BOB,
+    );
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.add_repo(&dir.path().join("copy"), None).unwrap();
+    ws.index_repo("demo", &mut |_| {}).unwrap();
+    ws.index_repo("copy", &mut |_| {}).unwrap();
+    let hash = ws.commits(Some("demo"), None, None, None, None, 1).unwrap()[0]
+        .hash
+        .clone();
+    let e = ws
+        .show_commit(None, &hash[..10], 1_000)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("in demo") && e.contains("in copy"), "{e}");
+    assert!(ws.show_commit(Some("copy"), &hash[..10], 1_000).is_ok());
+}

@@ -170,7 +170,18 @@ fn issue_text(
             quoted(&clip(&d.body, MAX_BODY_CHARS))
         }
     );
-    for c in &d.comments {
+    // The comments left out are those between the first ones kept and the latest ones
+    // (`Workspace::issue` keeps half of each): said there, not after the latest, which read as
+    // if the latest came before them.
+    let gap_at = (d.comments_omitted > 0).then_some(d.comments.len() / 2);
+    for (i, c) in d.comments.iter().enumerate() {
+        if gap_at == Some(i) {
+            let _ = writeln!(
+                out,
+                "\n[{} comments in the middle left out]",
+                d.comments_omitted
+            );
+        }
         let what = match (c.kind.as_str(), &c.review_state) {
             ("review", Some(s)) => format!("review ({})", s.to_lowercase()),
             ("review_comment", _) => format!(
@@ -192,13 +203,6 @@ fn issue_text(
             what,
             date(c.created_at),
             c.id
-        );
-    }
-    if d.comments_omitted > 0 {
-        let _ = writeln!(
-            out,
-            "\n[{} comments in the middle left out]",
-            d.comments_omitted
         );
     }
     let item = Locator::issue_or_pr(&d.repo, d.number, d.is_pr);

@@ -139,14 +139,16 @@ impl Workspace {
             0 => return Err(WorkspaceError::NotFound(format!("commit {hash}"))),
             1 => found.remove(0),
             _ => {
+                // Each with its repository: two clones of one project hold the same commits,
+                // and "ambiguous: h, h" named no way to choose (found in review).
                 return Err(WorkspaceError::BadQuery(format!(
-                    "{hash} is ambiguous: {}",
+                    "{hash} is ambiguous: {}; give the repository or more of the hash",
                     found
                         .iter()
-                        .map(|f| f.2.hash.as_str())
+                        .map(|f| format!("{} in {}", f.2.hash, f.2.repo))
                         .collect::<Vec<_>>()
                         .join(", ")
-                )))
+                )));
             }
         };
         let mut stmt = conn
