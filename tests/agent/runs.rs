@@ -69,16 +69,6 @@ fn runs_are_kept_step_by_step_and_an_interrupted_one_continues() {
 
     // A run killed after its first step: simulated by a hook that stops it, then the row set
     // back to running as a dead process leaves it.
-    struct Crash;
-    impl Hook for Crash {
-        fn on_step(
-            &self,
-            _: &HookContext<'_>,
-            _: &burrow::agent::record::StepRecord,
-        ) -> burrow::agent::hooks::HookVerdict {
-            burrow::agent::hooks::HookVerdict::Stop("crash".into())
-        }
-    }
     let model = FakeModel::new([FakeTurn::text(&call(
         p,
         "lookup",
@@ -95,13 +85,7 @@ fn runs_are_kept_step_by_step_and_an_interrupted_one_continues() {
         1,
         "the step was written as it completed"
     );
-    let sql = rusqlite::Connection::open(&db).unwrap();
-    sql.execute(
-        "UPDATE runs SET status = 'running', ended_at = NULL, started_at = started_at - 60 WHERE id = ?1",
-        [id],
-    )
-    .unwrap();
-    assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
+    as_if_its_process_died(&ws, &db, id);
 
     let model = FakeModel::new([FakeTurn::text(&answer(p, "See #918."))]);
     let agent = Agent::new(&model, &tools, config(p))
@@ -239,16 +223,6 @@ fn a_resumed_run_keeps_the_tools_its_toolbelt_added() {
         max_steps: 6,
         ..config(p)
     };
-    struct Crash;
-    impl Hook for Crash {
-        fn on_step(
-            &self,
-            _: &HookContext<'_>,
-            _: &burrow::agent::record::StepRecord,
-        ) -> burrow::agent::hooks::HookVerdict {
-            burrow::agent::hooks::HookVerdict::Stop("crash".into())
-        }
-    }
     let model = FakeModel::new([FakeTurn::text(&call(
         p,
         "toolbelt_add_tool",
@@ -260,13 +234,7 @@ fn a_resumed_run_keeps_the_tools_its_toolbelt_added() {
         .with_hook(Arc::new(Crash));
     let (outcome, _) = run(&agent, "find wallets");
     let id = outcome.run_id.unwrap();
-    let sql = rusqlite::Connection::open(&db).unwrap();
-    sql.execute(
-        "UPDATE runs SET status = 'running', ended_at = NULL, started_at = started_at - 60 WHERE id = ?1",
-        [id],
-    )
-    .unwrap();
-    assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
+    as_if_its_process_died(&ws, &db, id);
 
     let model = FakeModel::new([
         FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
@@ -280,4 +248,31 @@ fn a_resumed_run_keeps_the_tools_its_toolbelt_added() {
         Some("wallet: see issue #918"),
         "{outcome:?}"
     );
+}
+
+/// A hook that stops a run after its first step: with `as_if_its_process_died`, a run killed
+/// there.
+struct Crash;
+
+impl Hook for Crash {
+    fn on_step(
+        &self,
+        _: &HookContext<'_>,
+        _: &burrow::agent::record::StepRecord,
+    ) -> burrow::agent::hooks::HookVerdict {
+        burrow::agent::hooks::HookVerdict::Stop("crash".into())
+    }
+}
+
+/// Sets run `id` back to running, as a process that died leaves it, and has the workspace mark
+/// it interrupted.
+fn as_if_its_process_died(ws: &burrow::workspace::Workspace, db: &std::path::Path, id: i64) {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET status = 'running', ended_at = NULL, started_at = started_at - 60 WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+    assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
 }

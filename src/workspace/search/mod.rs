@@ -1607,21 +1607,19 @@ mod tests {
         );
     }
 
-    /// Issue 18: the agent's first search keeps to the kinds a question asks for, by a filter,
-    /// and a filter lost the links a question that only asks for pull requests follows: the
-    /// pull request that fixed the issue the words find ranked by its own words alone (0.5B
-    /// model: 9 of 17 pull-request questions right, against 12 for search's own first hit).
-    #[test]
-    fn a_search_kept_to_pull_requests_ranks_the_one_that_fixed_the_issue_its_words_find() {
+    /// Issue #1 (peers table freezes when sorted, by ann), the pull request that fixed it, #2
+    /// (by bob, merged, "Fixes #1"), and #3, another merged pull request of bob's whose own words
+    /// match the question better.
+    fn peers_fixed_by_a_pull_request() -> (tempfile::TempDir, Workspace) {
         let dir = tempfile::tempdir().unwrap();
         let item = |n: i64, title: &str, body: &str, pr: bool| {
             let mut r = serde_json::json!({
                 "number": n, "title": title, "body": body, "state": "closed",
-                "user": {"login": "ann"}, "created_at": "2024-01-01T00:00:00Z",
-                "updated_at": "2024-01-01T00:00:00Z"
-            });
+                "user": {"login": if pr { "bob" } else { "ann" }},
+                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"});
             if pr {
-                r["pull_request"] = serde_json::json!({"url": "x"});
+                r["pull_request"] =
+                    serde_json::json!({"url": "x", "merged_at": "2024-01-02T00:00:00Z"});
             }
             r
         };
@@ -1646,6 +1644,16 @@ mod tests {
             ),
         ];
         let (ws, _) = import_items(dir.path(), &items);
+        (dir, ws)
+    }
+
+    /// Issue 18: the agent's first search keeps to the kinds a question asks for, by a filter,
+    /// and a filter lost the links a question that only asks for pull requests follows: the
+    /// pull request that fixed the issue the words find ranked by its own words alone (0.5B
+    /// model: 9 of 17 pull-request questions right, against 12 for search's own first hit).
+    #[test]
+    fn a_search_kept_to_pull_requests_ranks_the_one_that_fixed_the_issue_its_words_find() {
+        let (_dir, ws) = peers_fixed_by_a_pull_request();
         let text = "the peers table freezes when sorted by address";
         let kept = ws
             .search(&SearchQuery {
@@ -2148,39 +2156,7 @@ mod tests {
     /// (found in review).
     #[test]
     fn filters_on_pull_requests_keep_the_link_to_the_issue() {
-        let dir = tempfile::tempdir().unwrap();
-        let item = |n: i64, title: &str, body: &str, pr: bool| {
-            let mut r = serde_json::json!({
-                "number": n, "title": title, "body": body, "state": "closed",
-                "user": {"login": if pr { "bob" } else { "ann" }},
-                "created_at": "2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"});
-            if pr {
-                r["pull_request"] =
-                    serde_json::json!({"url": "x", "merged_at": "2024-01-02T00:00:00Z"});
-            }
-            r
-        };
-        let items = vec![
-            item(
-                1,
-                "Peers table freezes when sorted by address",
-                "The node window hangs.",
-                false,
-            ),
-            item(
-                2,
-                "qt: use a proxy model for the peer list",
-                "Fixes #1. Moves the work off the main thread.",
-                true,
-            ),
-            item(
-                3,
-                "qt: sort the peers table faster",
-                "Sorted by address the node window is slow; this tunes sorting.",
-                true,
-            ),
-        ];
-        let (ws, _) = import_items(dir.path(), &items);
+        let (_dir, ws) = peers_fixed_by_a_pull_request();
         let kept = |state: Option<&str>, author: Option<&str>| {
             numbers(
                 &ws.search(&SearchQuery {
