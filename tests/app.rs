@@ -773,3 +773,78 @@ fn a_run_is_refused_while_a_model_loads() {
         .unwrap_err();
     assert!(matches!(err, AppError::EmptyWorkspace), "{err:?}");
 }
+
+#[test]
+fn the_app_resumes_a_run_in_its_own_protocol() {
+    use burrow::agent::record::{ActionRecord, StepRecord};
+    use burrow::agent::RunStore;
+    let f = fixture();
+    add(&f);
+    // A run `burrow ask --protocol text` started, killed after its first step.
+    let ws = f.app.workspace();
+    let h = ws
+        .start_run("What is 6 * 7?", Some("fake"), "text")
+        .unwrap();
+    let id = h.id;
+    ws.save_step(
+        &h,
+        &StepRecord {
+            index: 0,
+            output: "Thought: compute\nAction: calculate\nArgs: {\"expression\": \"6 * 7\"}".into(),
+            thought: "compute".into(),
+            action: Some(ActionRecord {
+                tool: "calculate".into(),
+                args: json!({"expression": "6 * 7"}).as_object().cloned().unwrap(),
+            }),
+            observation: Some("6 * 7 = 42".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    drop(h);
+    assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
+    // History > Continue, with the app's settings at their default protocol.
+    let model = Arc::new(FakeModel::new([FakeTurn::text(
+        "Thought: done\nFinal Answer: It is 42.",
+    )]));
+    f.app.set_model(model.clone(), status("fake"));
+    let mut protocol = None;
+    let outcome = f
+        .app
+        .run(RunTask::Resume(id), &mut |e| {
+            if let AppEvent::Agent {
+                event: AgentEvent::RunStarted { protocol: p, .. },
+            } = e
+            {
+                protocol = Some(p);
+            }
+        })
+        .unwrap();
+    assert_eq!(
+        protocol.as_deref(),
+        Some("text"),
+        "the run was written in text; resumed as {protocol:?}: {outcome:?}"
+    );
+}
+
+#[test]
+fn history_sees_a_run_whose_process_died_while_the_app_is_open() {
+    use burrow::agent::RunStore;
+    let f = fixture();
+    // `burrow ask` over the same home, in a terminal, killed mid-run while the app is open.
+    let other = burrow::workspace::Workspace::open(f.app.home()).unwrap();
+    let h = other
+        .start_run("count the issues", None, "json-typed")
+        .unwrap();
+    let id = h.id;
+    drop(h);
+    drop(other);
+    let listed = f.app.runs(10).unwrap();
+    assert_eq!(listed[0].id, id);
+    assert_eq!(
+        listed[0].status,
+        RunStatus::Interrupted,
+        "History lists it as {:?} (the UI offers Continue only for interrupted runs)",
+        listed[0].status
+    );
+}

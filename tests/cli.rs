@@ -1104,3 +1104,75 @@ fn a_resumed_run_keeps_its_protocol() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+#[test]
+fn runs_list_is_one_line_per_run() {
+    use burrow::agent::record::RunStatus;
+    use burrow::agent::RunStore;
+    let home = tempfile::tempdir().unwrap();
+    let ws = burrow::workspace::Workspace::open_at(&home.path().join("workspace.db")).unwrap();
+    // The app's task box takes Shift+Enter for a new line.
+    let r = ws
+        .start_run(
+            "Where is the wallet crash?\nLook at the issues first.",
+            None,
+            "json-typed",
+        )
+        .unwrap();
+    ws.finish_run(&r, RunStatus::Succeeded, Some("#918"), None)
+        .unwrap();
+    let out = burrow(home.path(), &["runs", "list"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "one run, listed as:\n{stdout}");
+}
+
+#[test]
+fn runs_list_shows_the_users_time() {
+    use burrow::agent::record::RunStatus;
+    use burrow::agent::RunStore;
+    let home = tempfile::tempdir().unwrap();
+    let db = home.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let r = ws
+        .start_run("count the issues", None, "json-typed")
+        .unwrap();
+    ws.finish_run(&r, RunStatus::Succeeded, Some("341"), None)
+        .unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE runs SET started_at = 1700000000", [])
+        .unwrap();
+    // 2023-11-14 22:13 UTC is 2023-11-15 07:13 in Tokyo, as the desktop History shows it.
+    let out = burrow_cmd(home.path(), &["runs", "list"])
+        .env("TZ", "Asia/Tokyo")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("2023-11-15 07:13"), "listed as:\n{stdout}");
+}
+
+#[test]
+fn resuming_an_ended_run_is_refused_before_the_model_loads() {
+    use burrow::agent::record::RunStatus;
+    use burrow::agent::RunStore;
+    let home = tempfile::tempdir().unwrap();
+    // A default model that cannot load: what is said first shows what was done first.
+    std::fs::write(
+        home.path().join("config.json"),
+        "{\"default_model\": \"/nonexistent/big-model.gguf\"}",
+    )
+    .unwrap();
+    notes_workspace(home.path());
+    let ws = burrow::workspace::Workspace::open_at(&home.path().join("workspace.db")).unwrap();
+    let r = ws
+        .start_run("count the issues", None, "json-typed")
+        .unwrap();
+    ws.finish_run(&r, RunStatus::Succeeded, Some("341"), None)
+        .unwrap();
+    let out = burrow(home.path(), &["ask", "--resume", &r.id.to_string()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("only an interrupted run can be continued"),
+        "{stderr}"
+    );
+}

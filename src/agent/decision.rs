@@ -47,7 +47,7 @@ impl Agent<'_> {
             ))
         } else {
             let open = state.plan.actionable();
-            let last = record.index + 1 >= self.config.max_steps;
+            let last = record.index + 1 >= state.max_steps;
             (self.config.require_plan_done
                 && status == FinalStatus::Completed
                 && !open.is_empty()
@@ -91,14 +91,16 @@ impl Agent<'_> {
         }
         (record.citations, record.unseen) =
             checked_citations(&state.seen(), &observations, &citations, &answer);
+        let status = match status {
+            FinalStatus::Completed => RunStatus::Succeeded,
+            FinalStatus::Failed => RunStatus::Failed,
+            FinalStatus::Blocked => RunStatus::Blocked,
+        };
         record.final_answer = Some(answer.clone());
+        record.ended = Some(status);
         self.finish_step(state, record, None, None, on_event)?;
         Ok(Next::End {
-            status: match status {
-                FinalStatus::Completed => RunStatus::Succeeded,
-                FinalStatus::Failed => RunStatus::Failed,
-                FinalStatus::Blocked => RunStatus::Blocked,
-            },
+            status,
             answer: Some(answer),
             error: None,
         })
@@ -142,6 +144,7 @@ impl Agent<'_> {
         }
         record.tool_ms = acted.tool_ms;
         record.error = acted.error;
+        record.call_failed = acted.failed_for_good;
         record.items = acted.items;
         if let Some(reason) = self
             .hooks

@@ -19,6 +19,8 @@ pub(super) struct Acted {
     /// The call opened one item (see `ToolOutput::opened`).
     pub opened: bool,
     pub error: Option<String>,
+    /// The loop guard will refuse this call from now on (it failed for good).
+    pub failed_for_good: bool,
     pub tool_ms: f64,
 }
 
@@ -49,6 +51,8 @@ impl Agent<'_> {
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Acted {
         let started = Instant::now();
+        let key = call_key(&action.tool, &action.args);
+        let failed_before = state.failed.contains_key(&key);
         let (text, items, opened, error) = match self.guarded(state, action, cap, on_event) {
             Ok((text, items, opened)) => (text, items, opened, None),
             Err((text, error)) => (text, Vec::new(), false, Some(error)),
@@ -58,6 +62,7 @@ impl Agent<'_> {
             items,
             opened,
             error,
+            failed_for_good: !failed_before && state.failed.contains_key(&key),
             tool_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
     }

@@ -79,6 +79,14 @@ pub enum AgentError {
          size"
     )]
     ContextTooSmall { needed: usize, available: usize },
+    /// A run goes on in the protocol its steps are written in: read under another's prompt
+    /// and grammar, its history was misread and its next steps written in another form.
+    #[error("run {run} is in the {kept} protocol; it cannot go on in {asked}")]
+    OtherProtocol {
+        run: i64,
+        kept: String,
+        asked: String,
+    },
 }
 
 /// How a run ended.

@@ -109,8 +109,8 @@ impl Agent<'_> {
         }
         // Room to open, check and answer; else (a short step limit) the best match alone is
         // opened, unchecked, as long as the model can still answer after it.
-        let checks = self.checks_fit(taken);
-        let unchecked_fits = after_search && taken + 2 <= self.config.max_steps;
+        let checks = self.checks_fit(taken, state.max_steps);
+        let unchecked_fits = after_search && taken + 2 <= state.max_steps;
         if !(checks || unchecked_fits) {
             return None;
         }
@@ -147,7 +147,7 @@ impl Agent<'_> {
         };
         let how = CallShape {
             cap: Some(OPENED_CHARS),
-            checked: self.checks_fit(state.steps.len()),
+            checked: self.checks_fit(state.steps.len(), state.max_steps),
         };
         let record = self.own_step(state, thought, &action, on_event);
         self.call(state, record, Vec::new(), action, how, on_event)
@@ -155,14 +155,14 @@ impl Agent<'_> {
 
     /// Whether, with `taken` steps taken, a match opened next is checked: checks are on and
     /// the step limit leaves room to open, check and answer.
-    fn checks_fit(&self, taken: usize) -> bool {
-        self.check_matches > 0 && taken + 3 <= self.config.max_steps
+    fn checks_fit(&self, taken: usize, max_steps: usize) -> bool {
+        self.check_matches > 0 && taken + 3 <= max_steps
     }
 
     /// The item to check, when the last step is Burrow's opening of a match that showed it
     /// for a check (see `checks_fit`).
     pub(super) fn check_due(&self, state: &RunState) -> Option<Locator> {
-        if !self.checks_fit(state.steps.len().saturating_sub(1)) {
+        if !self.checks_fit(state.steps.len().saturating_sub(1), state.max_steps) {
             return None;
         }
         Self::opened_match(state).cloned()

@@ -109,6 +109,14 @@ pub struct StepRecord {
     /// that takes no grammar of this form, so the output was read as it came.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unconstrained: bool,
+    /// The call failed as it would again with the same arguments: the loop guard refuses it
+    /// from then on, in a resumed run too (which forgot it, and made the call again).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub call_failed: bool,
+    /// How this step's final answer ended the run. A run killed after keeping the step and
+    /// before finishing its record ends so when it is continued, with this answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<RunStatus>,
 }
 
 /// What a check step decided: whether `item`, just opened, answers the task.

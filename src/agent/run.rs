@@ -15,7 +15,7 @@ use super::hooks::{Hook, HookContext, Hooks};
 use super::meta;
 use super::prompt::{PromptTemplate, PromptVars, Turn};
 use super::record::{RunStatus, StepRecord};
-use super::state::{plan_text, RunState};
+use super::state::{call_key, plan_text, CallMemo, RunState};
 use super::store::{RunHandle, RunStore};
 use super::todo::TodoList;
 use super::toolbelt::initial_tools;
@@ -127,7 +127,7 @@ impl<'a> Agent<'a> {
             self.config.toolbelt_share,
             task,
         );
-        RunState::new(task, active, toolbelt, handle)
+        RunState::new(task, active, toolbelt, handle, self.config.max_steps)
     }
 
     /// Runs a task to its end: a final answer, the step limit, cancellation, or an error.
@@ -154,7 +154,11 @@ impl<'a> Agent<'a> {
         self.drive(state, cancel, on_event)
     }
 
-    /// Continues an interrupted run from its last completed step.
+    /// Continues an interrupted run from its last completed step, in the protocol it was
+    /// written in (the agent's own must be that one), with what it learned rebuilt: its plan,
+    /// toolbelt, turns and the calls the loop guard counts. A run whose last kept step is its
+    /// final answer ends with that answer; a run with as many steps as the limit gets one
+    /// more, to answer from what it saw.
     pub fn resume(
         &self,
         run_id: i64,
@@ -164,20 +168,38 @@ impl<'a> Agent<'a> {
         let store = self.store.ok_or_else(|| {
             WorkspaceError::Refused("continuing a run needs the workspace database".into())
         })?;
-        let (handle, record) = store.resume_run(run_id)?;
+        let kept = store.run(run_id)?.protocol;
+        if kept != self.config.protocol.as_str() {
+            return Err(AgentError::OtherProtocol {
+                run: run_id,
+                kept,
+                asked: self.config.protocol.as_str().to_string(),
+            });
+        }
+        let model = self.model.descriptor().name;
+        let (handle, record) = store.resume_run(run_id, Some(&model))?;
         let mut state = self.new_state(&record.task, Some(handle));
         for step in record.steps {
             state.plan = TodoList::from_items(step.todos.clone());
             self.replay_toolbelt(&mut state, &step);
+            replay_calls(&mut state, &step);
             state.turns.push(self.replay_turn(&step)?);
             state.steps.push(step);
         }
+        state.max_steps = state.max_steps.max(state.steps.len() + 1);
         on_event(AgentEvent::RunStarted {
             run_id: Some(run_id),
             task: record.task,
             protocol: self.config.protocol.as_str().to_string(),
-            model: self.model.descriptor().name,
+            model,
         });
+        let answered = state.steps.last().and_then(|s| {
+            let answer = s.final_answer.clone()?;
+            Some((s.ended.unwrap_or(RunStatus::Succeeded), answer))
+        });
+        if let Some((status, answer)) = answered {
+            return Ok(self.end(&mut state, status, Some(answer), None, on_event));
+        }
         Ok(self.drive(state, cancel, on_event))
     }
 
@@ -229,7 +251,7 @@ impl<'a> Agent<'a> {
             if cancel.is_cancelled() {
                 return self.end(&mut state, RunStatus::Cancelled, None, None, on_event);
             }
-            if state.steps.len() >= self.config.max_steps {
+            if state.steps.len() >= state.max_steps {
                 return self.end(&mut state, RunStatus::MaxSteps, None, None, on_event);
             }
             // A run's first step is Burrow's search with the task, where it searches first.
@@ -320,4 +342,31 @@ impl<'a> Agent<'a> {
             task: &state.task,
         }
     }
+}
+
+/// What a kept step's call taught the loop guard, learned again: the calls made (counted,
+/// with what they returned) and those that failed for good. A resumed run forgot them, and
+/// made a failed call again where no grammar kept it out.
+fn replay_calls(state: &mut RunState, step: &StepRecord) {
+    let Some(action) = &step.action else { return };
+    let key = call_key(&action.tool, &action.args);
+    if step.call_failed {
+        let error = step.error.clone().unwrap_or_default();
+        state.failed.insert(key, error);
+        return;
+    }
+    if step.error.is_some() {
+        return;
+    }
+    if action.tool == meta::TOOLBELT_ADD {
+        state.failed.clear();
+    }
+    let memo = state.calls.entry(key).or_insert(CallMemo {
+        count: 0,
+        result: String::new(),
+        step: step.index,
+    });
+    memo.count += 1;
+    memo.result = step.observation.clone().unwrap_or_default();
+    memo.step = step.index;
 }

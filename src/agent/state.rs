@@ -31,6 +31,9 @@ pub(super) struct RunState {
     /// Calls that failed, by tool and arguments, with their error.
     pub failed: HashMap<String, String>,
     pub handle: Option<RunHandle>,
+    /// The step limit: the configured one, or more for a resumed run that had as many steps
+    /// already (it ended at once, with no answer and no way to continue it).
+    pub max_steps: usize,
     /// The system message, rendered at the first step and then kept: it starts every prompt,
     /// so it must not change for the KV cache to be reused. Tools the toolbelt adds later are
     /// described in the observation that adds them.
@@ -47,7 +50,13 @@ pub(super) struct CallMemo {
 }
 
 impl RunState {
-    pub fn new(task: &str, active: Vec<String>, toolbelt: bool, handle: Option<RunHandle>) -> Self {
+    pub fn new(
+        task: &str,
+        active: Vec<String>,
+        toolbelt: bool,
+        handle: Option<RunHandle>,
+        max_steps: usize,
+    ) -> Self {
         RunState {
             task: task.to_string(),
             turns: Vec::new(),
@@ -59,6 +68,7 @@ impl RunState {
             calls: HashMap::new(),
             failed: HashMap::new(),
             handle,
+            max_steps,
             system: None,
         }
     }

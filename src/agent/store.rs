@@ -49,8 +49,13 @@ pub trait RunStore: Send + Sync {
         error: Option<&str>,
     ) -> Result<(), WorkspaceError>;
 
-    /// Takes over an interrupted run to continue it: it is running again, under this process.
-    fn resume_run(&self, id: i64) -> Result<(RunHandle, RunRecord), WorkspaceError>;
+    /// Takes over an interrupted run to continue it: it is running again, under this process,
+    /// and `model` (what writes the rest) is named in its record beside the one before.
+    fn resume_run(
+        &self,
+        id: i64,
+        model: Option<&str>,
+    ) -> Result<(RunHandle, RunRecord), WorkspaceError>;
 
     /// Marks interrupted the runs still marked running whose process is gone. Returns their
     /// ids.
@@ -126,7 +131,11 @@ impl RunStore for Workspace {
         Ok(())
     }
 
-    fn resume_run(&self, id: i64) -> Result<(RunHandle, RunRecord), WorkspaceError> {
+    fn resume_run(
+        &self,
+        id: i64,
+        model: Option<&str>,
+    ) -> Result<(RunHandle, RunRecord), WorkspaceError> {
         let lock = FileLock::try_acquire(self.db_path(), &lock_key(id))?.ok_or_else(|| {
             WorkspaceError::Refused(format!("run {id} is still going in another process"))
         })?;
@@ -137,13 +146,23 @@ impl RunStore for Workspace {
                 record.status.as_str()
             )));
         }
+        // A run finished by another model said only the first one's name, in History and
+        // `runs show` alike.
+        let model = match (record.model.as_deref(), model) {
+            (Some(before), Some(now))
+                if before != now && !before.ends_with(&format!(", then {now}")) =>
+            {
+                Some(format!("{before}, then {now}"))
+            }
+            (before, now) => before.or(now).map(str::to_string),
+        };
         self.conn()
             .execute(
-                "UPDATE runs SET status = 'running', ended_at = NULL WHERE id = ?1",
-                [id],
+                "UPDATE runs SET status = 'running', ended_at = NULL, model = ?2 WHERE id = ?1",
+                params![id, model],
             )
             .map_err(db_err("resuming a run"))?;
-        Ok((RunHandle::new(id, lock), record))
+        Ok((RunHandle::new(id, lock), RunRecord { model, ..record }))
     }
 
     /// Marks interrupted the runs still marked running whose process is gone (their lock is
@@ -289,7 +308,7 @@ mod tests {
         // An ended run cannot be taken over.
         let id = run.id;
         drop(run);
-        let e = ws.resume_run(id).map(|_| ()).unwrap_err();
+        let e = ws.resume_run(id, None).map(|_| ()).unwrap_err();
         assert!(e.to_string().contains("ended (succeeded)"), "{e}");
     }
 
@@ -314,11 +333,11 @@ mod tests {
         assert_eq!(other.run(alive.id).unwrap().status, RunStatus::Running);
         assert_eq!(other.run(dead_id).unwrap().status, RunStatus::Interrupted);
         assert!(
-            other.resume_run(alive.id).is_err(),
+            other.resume_run(alive.id, None).is_err(),
             "a live run is not taken over"
         );
 
-        let (resumed, record) = other.resume_run(dead_id).unwrap();
+        let (resumed, record) = other.resume_run(dead_id, None).unwrap();
         assert_eq!(record.steps, vec![step(0)]);
         assert_eq!(other.run(dead_id).unwrap().status, RunStatus::Running);
         other.save_step(&resumed, &step(1)).unwrap();

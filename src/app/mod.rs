@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::agent::hooks::TracingHook;
 use crate::agent::prompt::workspace_summary;
+use crate::agent::protocol::Protocol;
 use crate::agent::record::{RunRecord, RunStatus};
 use crate::agent::{Agent, AgentConfig, AgentError, AgentEvent, RunOutcome, RunStore};
 use crate::config::{BurrowHome, ConfigError};
@@ -1108,11 +1109,47 @@ impl App {
         on_event: &mut dyn FnMut(AppEvent),
     ) -> Result<RunOutcome, AppError> {
         let settings = lock(&self.settings).clone();
-        let agent = self.agent(model, settings.agent_config(self.task_context()?))?;
+        let mut config = settings.agent_config(self.task_context()?);
+        if let RunTask::Resume(id) = task {
+            config.protocol = self.resumable(id)?;
+        }
+        let agent = self.agent(model, config)?;
         let mut forward = |event: AgentEvent| on_event(AppEvent::Agent { event });
         Ok(match task {
             RunTask::New(t) => agent.run(t.trim(), cancel, &mut forward),
             RunTask::Resume(id) => agent.resume(id, cancel, &mut forward)?,
+        })
+    }
+
+    /// Whether run `id` can be continued, and the protocol it goes on in: its own (History's
+    /// Continue went on in the settings' one, and misread its steps). Asked before a model
+    /// loads: `ask --resume` of an ended run waited through the load to be told no.
+    pub fn resumable(&self, id: i64) -> Result<Protocol, AppError> {
+        // A run whose process died since is interrupted now, not still going.
+        self.workspace.interrupt_orphaned_runs()?;
+        let run = self.workspace.run(id)?;
+        match run.status {
+            RunStatus::Interrupted => {}
+            RunStatus::Running => {
+                return Err(WorkspaceError::Refused(format!(
+                    "run {id} is still going in another process"
+                ))
+                .into())
+            }
+            ended => {
+                return Err(WorkspaceError::Refused(format!(
+                    "run {id} ended ({}); only an interrupted run can be continued",
+                    ended.as_str()
+                ))
+                .into())
+            }
+        }
+        Protocol::parse_name(&run.protocol).ok_or_else(|| {
+            WorkspaceError::Refused(format!(
+                "run {id} is in the {} protocol, which this version does not know",
+                run.protocol
+            ))
+            .into()
         })
     }
 
@@ -1176,8 +1213,11 @@ impl App {
         lock(&self.run).is_some()
     }
 
-    /// Past runs, newest first.
+    /// Past runs, newest first. A run whose process died while the app was open (a `burrow
+    /// ask` killed in a terminal) reads as interrupted, with Continue offered: it read as
+    /// running until the app was started again.
     pub fn runs(&self, limit: usize) -> Result<Vec<RunRecord>, AppError> {
+        self.workspace.interrupt_orphaned_runs()?;
         Ok(self.workspace.runs(limit)?)
     }
 

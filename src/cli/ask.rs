@@ -102,12 +102,14 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     // one, its history was read under another's grammar and prompt.
     let protocol = match (args.resume, &args.protocol) {
         (Some(id), asked) => {
-            use burrow::agent::RunStore;
-            let kept = app.workspace().run(id)?.protocol;
-            if let Some(asked) = asked.as_ref().filter(|a| **a != kept) {
-                bail!("run {id} is in the {kept} protocol; it cannot go on in {asked}");
+            let kept = app.resumable(id)?;
+            if let Some(asked) = asked.as_deref().filter(|a| *a != kept.as_str()) {
+                bail!(
+                    "run {id} is in the {} protocol; it cannot go on in {asked}",
+                    kept.as_str()
+                );
             }
-            protocol(&kept)?
+            kept
         }
         (None, asked) => protocol(asked.as_deref().unwrap_or("json-typed"))?,
     };

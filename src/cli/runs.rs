@@ -57,14 +57,29 @@ pub fn run(home: &BurrowHome, command: RunsCommand) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// In the user's own time zone, as the desktop app's History shows it: in UTC, unlabelled,
+/// times were hours off for anyone elsewhere, and differed from the app's for the same run.
 fn when(t: i64) -> String {
     chrono::DateTime::from_timestamp(t, 0)
-        .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
+        .map(|d| {
+            d.with_timezone(&chrono::Local)
+                .format("%Y-%m-%d %H:%M")
+                .to_string()
+        })
         .unwrap_or_else(|| "?".into())
 }
 
 fn one_line(r: &RunRecord) -> String {
-    let task: String = r.task.chars().take(70).collect();
+    // A task typed with new lines (the app's task box takes Shift+Enter) is one row still:
+    // each of its lines read as another run.
+    let task: String = r
+        .task
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(70)
+        .collect();
     format!(
         "{:>5}  {}  {:<11}  {:<11}  {}",
         r.id,

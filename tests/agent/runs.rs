@@ -276,3 +276,167 @@ fn as_if_its_process_died(ws: &burrow::workspace::Workspace, db: &std::path::Pat
         .unwrap();
     assert_eq!(ws.interrupt_orphaned_runs().unwrap(), vec![id]);
 }
+
+#[test]
+fn a_resumed_run_remembers_its_failed_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    // Decoded without a grammar (`--no-grammar`, or a server that takes none): the loop
+    // guard is what keeps a failed call from being made again.
+    let cfg = || AgentConfig {
+        grammar: false,
+        ..config(p)
+    };
+    let model = FakeModel::new([FakeTurn::text(&call(
+        p,
+        "lookup",
+        json!({"word": "nothing"}),
+    ))]);
+    let agent = Agent::new(&model, &tools, cfg())
+        .unwrap()
+        .with_store(&ws)
+        .with_hook(Arc::new(Crash));
+    let (outcome, _) = run(&agent, "find nothing");
+    let id = outcome.run_id.unwrap();
+    assert!(outcome.steps[0].error.is_some(), "{outcome:?}");
+    as_if_its_process_died(&ws, &db, id);
+
+    let model = FakeModel::new([
+        FakeTurn::text(&call(p, "lookup", json!({"word": "nothing"}))),
+        FakeTurn::text(&answer(p, "Nothing.")),
+    ]);
+    let agent = Agent::new(&model, &tools, cfg()).unwrap().with_store(&ws);
+    let outcome = agent.resume(id, &CancelToken::new(), &mut |_| {}).unwrap();
+    let obs = outcome.steps[1].observation.as_deref().unwrap_or("");
+    assert!(obs.contains("already called lookup"), "step 2 saw: {obs}");
+    assert_eq!(
+        lookup.calls.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the failed call was made again after the resume"
+    );
+}
+
+#[test]
+fn a_run_killed_after_its_answer_resumes_to_that_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    let model = FakeModel::new([FakeTurn::text(&answer(p, "See #918."))]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws);
+    let (outcome, _) = run(&agent, "find wallets");
+    assert_eq!(outcome.status, RunStatus::Succeeded);
+    let id = outcome.run_id.unwrap();
+    // Killed after its answer's step was written, before the run's row was finished.
+    as_if_its_process_died(&ws, &db, id);
+
+    let model = FakeModel::new(Vec::<FakeTurn>::new());
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws);
+    let outcome = agent.resume(id, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(
+        (outcome.status, outcome.final_answer.as_deref()),
+        (RunStatus::Succeeded, Some("See #918.")),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_resumed_run_at_a_lower_step_limit_still_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    // Started with a limit of 6 (`--max-steps 6`), killed after its first step.
+    let model = FakeModel::new([FakeTurn::text(&call(
+        p,
+        "lookup",
+        json!({"word": "wallet"}),
+    ))]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws)
+        .with_hook(Arc::new(Crash));
+    let (outcome, _) = run(&agent, "find wallets");
+    let id = outcome.run_id.unwrap();
+    as_if_its_process_died(&ws, &db, id);
+
+    // Continued without repeating the flag: a lower limit than the run has steps.
+    let model = FakeModel::new([FakeTurn::text(&answer(p, "See #918."))]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            max_steps: 1,
+            ..config(p)
+        },
+    )
+    .unwrap()
+    .with_store(&ws);
+    let outcome = agent.resume(id, &CancelToken::new(), &mut |_| {}).unwrap();
+    let kept = ws.run(id).unwrap();
+    assert!(
+        outcome.final_answer.is_some() || kept.status == RunStatus::Interrupted,
+        "ended {:?} with no answer and no model call ({} requests); kept as {:?}, which cannot be continued",
+        outcome.status,
+        model.requests().len(),
+        kept.status
+    );
+}
+
+#[test]
+fn a_resumed_run_names_the_model_that_continued_it() {
+    use burrow::agent::record::{ActionRecord, StepRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("workspace.db");
+    let ws = burrow::workspace::Workspace::open_at(&db).unwrap();
+    let lookup = Lookup::default();
+    let tools = registry(&lookup);
+    let p = Protocol::JsonAction;
+    // Started with SmolLM2, killed after its first step.
+    let h = ws
+        .start_run("find wallets", Some("SmolLM2-135M-Instruct"), "json-action")
+        .unwrap();
+    ws.save_step(
+        &h,
+        &StepRecord {
+            index: 0,
+            output: call(p, "lookup", json!({"word": "wallet"})),
+            thought: "look it up".into(),
+            action: Some(ActionRecord {
+                tool: "lookup".into(),
+                args: json!({"word": "wallet"}).as_object().cloned().unwrap(),
+            }),
+            observation: Some("wallet: see issue #918".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let id = h.id;
+    drop(h);
+    as_if_its_process_died(&ws, &db, id);
+    // Continued with another model (here the scripted one, named "fake"), which wrote the answer.
+    let model = FakeModel::new([FakeTurn::text(&answer(p, "See #918."))]);
+    let agent = Agent::new(&model, &tools, config(p))
+        .unwrap()
+        .with_store(&ws);
+    let outcome = agent.resume(id, &CancelToken::new(), &mut |_| {}).unwrap();
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let kept = ws.run(id).unwrap();
+    assert!(
+        kept.model.as_deref().is_some_and(|m| m.contains("fake")),
+        "the answer was written by `fake`; the record says {:?}",
+        kept.model
+    );
+}
