@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::engine::{
     GenerateRequest, Generation, GenerationEvent, LanguageModel, LlmError, ModelDescriptor, Prompt,
-    StopReason, Usage,
+    SamplingParams, StopReason, Usage,
 };
 use super::grammar::Grammar;
 use super::stream::StopMatcher;
@@ -56,6 +56,7 @@ pub struct RecordedRequest {
     /// The contents a chat prompt marks as data (tokenized without special tokens by a real
     /// model), tool results included.
     pub untrusted: Vec<String>,
+    pub sampling: SamplingParams,
 }
 
 #[derive(Default)]
@@ -184,6 +185,7 @@ impl LanguageModel for FakeModel {
                 prompt: prompt.clone(),
                 stop: request.stop.clone(),
                 max_tokens: request.max_tokens,
+                sampling: request.sampling.clone(),
                 has_grammar: request.grammar.is_some(),
                 grammar: request.grammar.as_ref().map(|g| match g {
                     Grammar::Gbnf(s) | Grammar::Lark(s) => s.clone(),

@@ -317,6 +317,14 @@ pub fn router(server: Arc<Server>) -> Router {
             ApiError::invalid(None, "no such endpoint: burrow serve has /v1/models, /v1/chat/completions, /v1/completions and /v1/embeddings")
                 .with_status(StatusCode::NOT_FOUND)
         })
+        // A wrong method got axum's bare 405, with no body a client could read.
+        .method_not_allowed_fallback(|method: axum::http::Method, uri: axum::http::Uri| async move {
+            ApiError::invalid(
+                None,
+                format!("{} takes no {method} request (chat, completions and embeddings take POST; models takes GET)", uri.path()),
+            )
+            .with_status(StatusCode::METHOD_NOT_ALLOWED)
+        })
         .layer(DefaultBodyLimit::max(limit))
         .with_state(server)
 }
@@ -563,8 +571,15 @@ fn sampling(c: &Common) -> Result<SamplingParams, ApiError> {
     if let Some(p) = c.top_p {
         s.top_p = p;
     }
+    // OpenAI takes top_p in [0, 1]: 0 keeps only the likeliest token, which is greedy
+    // decoding (`temperature: 0, top_p: 0` is a common "deterministic" setting).
+    if s.top_p == 0.0 {
+        s.top_p = 1.0;
+        s.temperature = 0.0;
+    }
     if let Some(k) = c.top_k {
-        s.top_k = k;
+        // llama.cpp (and vLLM's clients, which send -1) read k <= 0 as no top-k cut.
+        s.top_k = k.max(0);
     }
     if let Some(p) = c.min_p {
         s.min_p = p;
@@ -622,6 +637,16 @@ fn chat_job(
     let served = s.served()?;
     if r.logprobs == Some(true) || r.top_logprobs.is_some_and(|n| n > 0) {
         return Err(ApiError::unsupported("logprobs", "logprobs"));
+    }
+    // The deprecated form of tools: ignored, a forced call came back as plain text.
+    if r.functions.is_some() {
+        return Err(ApiError::unsupported("functions", "functions (use tools)"));
+    }
+    if r.function_call.is_some() {
+        return Err(ApiError::unsupported(
+            "function_call",
+            "function_call (use tool_choice)",
+        ));
     }
     if r.messages.is_empty() {
         return Err(ApiError::invalid(
@@ -973,10 +998,12 @@ impl Reply {
     }
 }
 
+/// A reply cut by its budget or the context says so even after calls: the last one may be cut
+/// short, and "tool_calls" had a client run a call with half its arguments.
 fn finish_reason(stop: StopReason, calls: bool) -> &'static str {
     match stop {
-        _ if calls => "tool_calls",
         StopReason::MaxTokens | StopReason::ContextFull => "length",
+        _ if calls => "tool_calls",
         StopReason::EndOfTurn | StopReason::StopString | StopReason::Cancelled => "stop",
     }
 }

@@ -720,3 +720,103 @@ async fn a_null_stream_is_read_as_not_streaming() {
     .await;
     assert_eq!(status, 200, "{v}");
 }
+
+/// A call cut short by `max_tokens` came back whole (its JSON closed by the agent's tolerant
+/// reader) with `finish_reason: "tool_calls"`, and a client ran it with half its arguments:
+/// it is text, and the reply says `length`, whole and streamed (found in review).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_cut_by_max_tokens_is_not_a_whole_call() {
+    let cut = || {
+        FakeTurn::Chunks(vec![
+            "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par".into(),
+            "is\"}}\n</tool_call>".into(),
+        ])
+    };
+    let (url, _) = start(FakeModel::new([cut(), cut()]), ServeOptions::default()).await;
+    let body = json!({"messages": [{"role": "user", "content": "Weather in Paris?"}],
+                      "tools": weather_tools(), "tool_choice": "required", "max_tokens": 1});
+    let (status, v) = post(&url, "/v1/chat/completions", body.clone()).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["choices"][0]["finish_reason"], "length", "{v}");
+    assert!(v["choices"][0]["message"]["tool_calls"].is_null(), "{v}");
+    let mut streamed = body;
+    streamed["stream"] = json!(true);
+    let chunks: Vec<Value> = events(&url, streamed)
+        .await
+        .iter()
+        .filter_map(|e| serde_json::from_str(e).ok())
+        .collect();
+    let finish = chunks
+        .iter()
+        .find_map(|c| c["choices"][0]["finish_reason"].as_str());
+    assert_eq!(finish, Some("length"), "{chunks:?}");
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["choices"][0]["delta"]["tool_calls"].is_null()),
+        "{chunks:?}"
+    );
+}
+
+/// The deprecated `functions` and `function_call` were dropped unread: a client forcing a
+/// call got a plain answer from a model that never saw the functions (found in review).
+#[tokio::test(flavor = "multi_thread")]
+async fn legacy_functions_are_refused_not_ignored() {
+    let (url, _) = start(
+        FakeModel::new([FakeTurn::text("It is sunny.")]),
+        ServeOptions::default(),
+    )
+    .await;
+    let (status, v) = post(
+        &url,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "Weather in Paris?"}],
+               "functions": [{"name": "get_weather", "parameters": {"type": "object"}}],
+               "function_call": {"name": "get_weather"}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["error"]["code"], "unsupported_parameter", "{v}");
+    assert_eq!(v["error"]["param"], "functions", "{v}");
+}
+
+/// OpenAI takes `top_p` in [0, 1] and llama-server's clients send `top_k: -1` for no cut:
+/// both were refused with 400 (found in review). `top_p: 0` decodes greedily.
+#[tokio::test(flavor = "multi_thread")]
+async fn top_p_zero_and_top_k_minus_one_are_taken() {
+    let fake = FakeModel::new([FakeTurn::text("ok"), FakeTurn::text("ok")]);
+    let (url, _) = start(fake.clone(), ServeOptions::default()).await;
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    let (status, v) = post(
+        &url,
+        "/v1/chat/completions",
+        json!({"messages": hi, "temperature": 0.8, "top_p": 0}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = post(
+        &url,
+        "/v1/chat/completions",
+        json!({"messages": hi, "top_k": -1}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let sent: Vec<_> = fake.requests().iter().map(|r| r.sampling.clone()).collect();
+    assert_eq!(sent[0].temperature, 0.0, "{sent:?}");
+    assert_eq!(sent[1].top_k, 0, "{sent:?}");
+}
+
+/// A wrong method on a known path got axum's bare 405 with an empty body (found in review).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_method_gets_an_openai_error() {
+    let (url, _) = start(FakeModel::new([]), ServeOptions::default()).await;
+    let r = reqwest::get(format!("{url}/v1/chat/completions"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 405);
+    let v: Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("GET"),
+        "{v}"
+    );
+}

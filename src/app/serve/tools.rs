@@ -4,10 +4,9 @@
 //! OpenAI's `tool_calls`. Calls are written as Hermes/Qwen templates teach them,
 //! `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>`.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::wire::{ApiError, WireTool};
-use crate::agent::protocol::extract_object;
 use crate::llm::grammar::strict_json_schema;
 use crate::llm::Grammar;
 
@@ -111,7 +110,24 @@ impl ToolSet {
             }
             let parameters = match t.function.parameters {
                 None => json!({"type": "object", "properties": {}}),
-                Some(p @ Value::Object(_)) => p,
+                // Arguments are an object. `{}` (a common way to say "no arguments") let
+                // the grammar take any JSON value, and a call with `[]` was not read as one.
+                Some(Value::Object(mut p)) => match p.get("type") {
+                    None => {
+                        p.insert("type".into(), json!("object"));
+                        Value::Object(p)
+                    }
+                    Some(kind) if kind == "object" => Value::Object(p),
+                    Some(kind) => {
+                        return Err(ApiError::invalid(
+                            at("function.parameters"),
+                            format!(
+                                "tools[{i}].function.parameters must describe an object (its \
+                                 type is {kind})"
+                            ),
+                        ))
+                    }
+                },
                 Some(_) => {
                     return Err(ApiError::invalid(
                         at("function.parameters"),
@@ -305,7 +321,7 @@ pub struct Call {
 /// name and arguments is a call too (Llama 3.1 and Qwen2.5-Coder write calls so).
 pub fn read_calls(output: &str) -> Option<(String, Vec<Call>)> {
     if output.trim_start().starts_with('{') {
-        let o = extract_object(output).ok()?;
+        let o = whole_object(output)?;
         let name = o.get("name").and_then(Value::as_str)?.to_string();
         let args = o.get("arguments").or_else(|| o.get("parameters"))?;
         if !args.is_object() {
@@ -330,7 +346,7 @@ pub fn read_calls(output: &str) -> Option<(String, Vec<Call>)> {
             Some(end) => (&after[..end], &after[end + CLOSE.len()..]),
             None => (after, ""),
         };
-        let o = extract_object(body).ok()?;
+        let o = whole_object(body)?;
         let name = o.get("name").and_then(Value::as_str)?.to_string();
         let args = o
             .get("arguments")
@@ -355,6 +371,16 @@ pub fn read_calls(output: &str) -> Option<(String, Vec<Call>)> {
         return None;
     }
     Some((content, calls))
+}
+
+/// The object `text` is, whole: a call cut short (by `max_tokens`, a stop string, a full
+/// context) is not a call. The agent's tolerant reader closed its strings and braces, and a
+/// client ran `get_weather(city="Par")`.
+fn whole_object(text: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str::<Value>(text.trim()).ok()? {
+        Value::Object(o) => Some(o),
+        _ => None,
+    }
 }
 
 /// Splits streamed output into text to send now and the calls, which are sent whole at the
@@ -600,5 +626,32 @@ mod tests {
         let (held, calls) = s.finish();
         assert_eq!(shown + &held, "<tool_call>\nnot json");
         assert!(calls.is_empty());
+    }
+
+    /// `"parameters": {}` (a common way to say "no arguments") let the grammar take any JSON
+    /// value as the arguments, and a call with `[]` was then returned as raw text, even under
+    /// `tool_choice: "required"` (found in review). Arguments are an object.
+    #[test]
+    fn parameters_of_no_type_are_an_object() {
+        let t = WireTool {
+            kind: "function".into(),
+            function: WireFunction {
+                name: "f".into(),
+                description: None,
+                parameters: Some(json!({})),
+            },
+        };
+        let set = ToolSet::new(Some(vec![t]), Some(&json!("required")), None)
+            .unwrap()
+            .unwrap();
+        let g = set.grammar(None).unwrap();
+        let bad = "<tool_call>\n{\"name\": \"f\", \"arguments\": []}\n</tool_call>";
+        assert!(!g.accepts(bad).unwrap(), "the grammar allows {bad:?}");
+        let good = "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>";
+        assert!(g.accepts(good).unwrap());
+        let mut listed = weather();
+        listed.function.parameters = Some(json!({"type": "array"}));
+        let e = ToolSet::new(Some(vec![listed]), None, None).unwrap_err();
+        assert!(e.message.contains("must describe an object"), "{e:?}");
     }
 }

@@ -218,6 +218,11 @@ pub struct ChatRequest {
     pub logprobs: Option<bool>,
     #[serde(default)]
     pub top_logprobs: Option<u32>,
+    /// The deprecated form of `tools` and `tool_choice`, read only to refuse it.
+    #[serde(default)]
+    pub functions: Option<Value>,
+    #[serde(default)]
+    pub function_call: Option<Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
