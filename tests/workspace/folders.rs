@@ -106,3 +106,30 @@ fn ignore_files_above_the_folder_do_not_apply() {
     assert_eq!(search(&ws, "report", &[]).len(), 1);
     assert!(search(&ws, "noise", &[]).is_empty());
 }
+
+/// An edit of the same size that leaves the file's time as it was (file times tick coarsely:
+/// a save, an index, then a formatter's save within the tick) was taken for no change, and
+/// search kept the old text for good. A file read within a tick of its time is read again.
+#[test]
+fn a_same_size_edit_within_the_files_time_tick_is_indexed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("notes");
+    std::fs::create_dir_all(&root).unwrap();
+    let file = root.join("plan.md");
+    std::fs::write(&file, "alpha bravo\n").unwrap();
+    let ws = crate::open(&dir.path().join("home"));
+    ws.add_repo(&root, None).unwrap();
+    ws.index_repo("notes", &mut |_| {}).unwrap();
+    let tick = std::fs::metadata(&file).unwrap().modified().unwrap();
+    std::fs::write(&file, "delta bravo\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(tick)
+        .unwrap();
+    ws.index_repo("notes", &mut |_| {}).unwrap();
+    let hits = crate::search(&ws, "delta", &[]);
+    assert_eq!(hits.len(), 1, "the edit was missed: {hits:?}");
+    assert!(crate::search(&ws, "alpha", &[]).is_empty());
+}

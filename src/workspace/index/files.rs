@@ -228,6 +228,29 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
         .unwrap_or(0)
 }
 
+/// How close to its reading a file's time may be for an edit after the reading to leave the
+/// same time: file times tick coarsely (a few ms on Linux, a second or two elsewhere).
+const RACY_NS: i64 = 2_000_000_000;
+
+/// The time to keep for a file read now: its own, unless it was changed so shortly before
+/// that an edit of the same size could still come with the same time (a save, an index,
+/// then a formatter's save), which the next pass would take for no change; such a file is
+/// read again then (git's "racily clean" entries).
+fn kept_mtime(mtime: i64) -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(i64::MAX);
+    if now.saturating_sub(mtime) < RACY_NS {
+        RACY_MTIME
+    } else {
+        mtime
+    }
+}
+
+/// A kept time no file has: the file is read again at the next pass.
+const RACY_MTIME: i64 = -1;
+
 fn index_one_file(
     tx: &Transaction<'_>,
     repo_id: i64,
@@ -279,7 +302,7 @@ fn index_one_file(
             exec(
                 tx,
                 "UPDATE files SET mtime_ns = ?1 WHERE id = ?2",
-                params![mtime, k.id],
+                params![kept_mtime(mtime), k.id],
             )
             .map_err(db_err("updating a file"))?;
             report.files_unchanged += 1;
@@ -296,7 +319,15 @@ fn index_one_file(
                 language = excluded.language, size = excluded.size, mtime_ns = excluded.mtime_ns,
                 hash = excluded.hash, lines = excluded.lines
              RETURNING id",
-            params![repo_id, rel, language, size as i64, mtime, hash, lines],
+            params![
+                repo_id,
+                rel,
+                language,
+                size as i64,
+                kept_mtime(mtime),
+                hash,
+                lines
+            ],
             |r| r.get(0),
         )
         .map_err(db_err("saving a file"))?;
