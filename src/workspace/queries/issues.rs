@@ -43,7 +43,8 @@ pub struct CommentDetail {
 
 impl Workspace {
     /// An issue or pull request with its comments (and reviews and review comments), at most
-    /// `max_comments` of them (the first and the latest are kept).
+    /// `max_comments` of them: the first half and the latest half, the latest one when only
+    /// one fits (a thread ends with what was decided).
     pub fn issue(
         &self,
         repo: Option<&str>,
