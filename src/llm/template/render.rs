@@ -386,6 +386,29 @@ mod tests {
         }
     }
 
+    /// A GGUF whose chat template holds a long run of unary operators (`- - - … 1`, `not not …
+    /// x`) overflowed the stack of the thread compiling it (the model-loading thread has the
+    /// default 2 MiB) and aborted the process: minijinja's parser guarded `(` and `[` with its
+    /// recursion limit, not unary operators (found in review). Now a syntax error.
+    #[test]
+    fn a_long_run_of_unary_operators_is_a_syntax_error_not_a_stack_overflow() {
+        for src in [
+            format!("{{{{ {}1 }}}}", "-".repeat(200_000)),
+            format!("{{{{ {}x }}}}", "not ".repeat(200_000)),
+        ] {
+            let result = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || ChatTemplate::new(&src).map(drop))
+                .unwrap()
+                .join()
+                .unwrap();
+            assert!(
+                matches!(result, Err(TemplateError::Syntax { .. })),
+                "{result:?}"
+            );
+        }
+    }
+
     #[test]
     fn raise_exception_is_a_template_error() {
         let err = render(

@@ -219,7 +219,9 @@ macro_rules! unaryop {
             Ok(ast::Expr::UnaryOp(Spanned::new(
                 ast::UnaryOp {
                     op,
-                    expr: ok!(self.$func()),
+                    // Burrow: guarded as `(` is; a long run of `not` overflowed the stack
+                    // and aborted the process loading a model with such a template.
+                    expr: ok!(with_recursion_guard!(self, self.$func())),
                 },
                 self.stream.expand_span(span),
             )))
@@ -433,7 +435,9 @@ impl<'a> Parser<'a> {
         }
         ok!(self.stream.next());
         let operand_span = self.stream.current_span();
-        let operand = ok!(self.parse_unary_only());
+        // Burrow: guarded as `(` is; a long run of `-` overflowed the stack and aborted the
+        // process loading a model with such a template.
+        let operand = ok!(with_recursion_guard!(self, self.parse_unary_only()));
         let operand = ok!(self.parse_postfix(operand, operand_span));
         Ok(ast::Expr::UnaryOp(Spanned::new(
             ast::UnaryOp {
