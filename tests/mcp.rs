@@ -470,3 +470,105 @@ fn a_server_that_exits_at_start_says_why() {
         "{problems:#?}"
     );
 }
+
+/// A tool whose result is a list (list_directory, search_commits, list_repositories)
+/// reaches the client as its text, with the data as structured content; the list's JSON was put
+/// before the text as a text block instead, and no structured content came (found in review).
+#[test]
+fn a_listing_reaches_the_client_as_its_text_and_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = home_with_repo(dir.path());
+    let seen = client(
+        &home,
+        json!([
+            {"name": "list_directory", "arguments": {}},
+            {"name": "search_commits", "arguments": {}},
+            {"name": "list_repositories", "arguments": {}},
+        ]),
+    );
+    for call in seen["calls"].as_array().unwrap() {
+        assert_eq!(call["isError"], false, "{call}");
+        let text = call["text"].as_str().unwrap();
+        assert!(
+            !text.starts_with('['),
+            "a JSON dump before the text: {text}"
+        );
+        assert!(
+            !call["structured"].is_null(),
+            "no structured content: {call}"
+        );
+    }
+}
+
+/// A folder of thousands of files, or a commit that adds them, is cut for the calling
+/// agent as the agent's own observations are (3,000 characters there; Claude Code refuses an MCP
+/// result over 25,000 tokens): list_directory and show_commit returned every entry (found in review).
+#[test]
+fn a_huge_folder_or_commit_is_cut_for_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("big");
+    std::fs::create_dir_all(repo.join("many")).unwrap();
+    let who = ("Ann", "ann@x.org");
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T00:00:00Z",
+        who,
+    );
+    for i in 0..4000 {
+        std::fs::write(
+            repo.join(format!("many/file_with_a_longish_name_{i}.txt")),
+            format!("x{i}\n"),
+        )
+        .unwrap();
+    }
+    git(&repo, &["add", "-A"], "2024-01-01T00:00:00Z", who);
+    git(
+        &repo,
+        &["commit", "-q", "-m", "Vendor"],
+        "2024-01-01T00:00:00Z",
+        who,
+    );
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&repo)
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap().trim().to_string();
+    let home = dir.path().join("home");
+    common::workspace_add(&home, &repo);
+    // Output read as it comes (output_within reads it only at the end: a pipe full of a big
+    // result would stop the client).
+    let out = Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py"))
+        .arg(env!("CARGO_BIN_EXE_burrow"))
+        .arg(&home)
+        .arg(
+            json!([
+                {"name": "list_directory", "arguments": {"path": "many"}},
+                {"name": "show_commit", "arguments": {"hash": head}},
+            ])
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sizes: Vec<usize> = seen["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            assert_eq!(call["isError"], false, "{call}");
+            call["text"].as_str().unwrap().chars().count()
+        })
+        .collect();
+    assert!(
+        sizes.iter().all(|&n| n < 100_000),
+        "characters of list_directory and show_commit: {sizes:?}"
+    );
+}

@@ -120,12 +120,34 @@ fn mcp_tool(spec: &ToolSpec) -> Tool {
     )
 }
 
+/// The most characters of a tool's text a client gets.
+const MAX_RESULT_CHARS: usize = 60_000;
+
 fn tool_result(outcome: Result<crate::tools::ToolOutput, ToolError>) -> CallToolResult {
     match outcome {
         Ok(out) => {
-            let mut result = CallToolResult::success(vec![ContentBlock::text(out.text)]);
-            // The same result as data (what the desktop app shows), for clients that read it.
-            result.structured_content = Some(out.data);
+            // Bounded as the agent's own observations are, more loosely: a client's context
+            // (Claude Code refuses a result over 25,000 tokens) is not there to be filled.
+            let total = out.text.chars().count();
+            let text = if total > MAX_RESULT_CHARS {
+                let kept: String = out.text.chars().take(MAX_RESULT_CHARS).collect();
+                format!("{kept}\n[cut: {MAX_RESULT_CHARS} of {total} characters shown]")
+            } else {
+                out.text
+            };
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            // The same result as data (what the desktop app shows), for clients that read it,
+            // as the object MCP asks for: a list was not one, and the SDK put its JSON before
+            // the text for clients of the versions in use, with no data. Data larger than
+            // the text's bound is left out.
+            let data = match out.data {
+                serde_json::Value::Object(o) => serde_json::Value::Object(o),
+                items @ serde_json::Value::Array(_) => serde_json::json!({ "items": items }),
+                value => serde_json::json!({ "value": value }),
+            };
+            if data.to_string().len() <= MAX_RESULT_CHARS {
+                result.structured_content = Some(data);
+            }
             result
         }
         Err(e) => {

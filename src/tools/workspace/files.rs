@@ -115,6 +115,9 @@ impl Tool for ReadFile {
     }
 }
 
+/// The most entries of a folder `list_directory` lists.
+const MAX_LISTED: usize = 200;
+
 /// List the files and folders directly inside a folder of an indexed repository.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct ListDirectoryInput {
@@ -148,12 +151,25 @@ impl Tool for ListDirectory {
             ));
         }
         let mut out = format!("{shown}:\n");
+        // A folder of thousands of files (vendored, generated) filled a client's context
+        // (through `burrow mcp`, whole) with a listing no one reads to the end.
+        let total = entries.len();
+        let mut entries = entries;
+        entries.truncate(MAX_LISTED);
         for e in &entries {
             if e.is_dir {
                 let _ = writeln!(out, "  {}/  ({} files)", e.name, e.size);
             } else {
                 let _ = writeln!(out, "  {}  ({} lines)", e.name, e.size);
             }
+        }
+        if total > entries.len() {
+            let _ = writeln!(
+                out,
+                "[{} of {total} entries listed; find the others with search or search_code and \
+                 a path]",
+                entries.len()
+            );
         }
         // The files listed are items the run has seen: the model may open them.
         let files = entries.iter().filter(|e| !e.is_dir).map(|e| {

@@ -117,6 +117,9 @@ impl Tool for SearchCommits {
     }
 }
 
+/// The most changed files `show_commit` lists.
+const MAX_FILES_LISTED: usize = 100;
+
 /// Show one commit: its message, the files it changed with line counts, and its diff (cut if
 /// long).
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -150,11 +153,21 @@ impl Tool for ShowCommit {
             date(Some(s.time)),
             c.message.trim()
         );
-        for f in &c.files {
+        // A commit that vendors thousands of files listed every one (through `burrow mcp`,
+        // whole, hundreds of kilobytes).
+        for f in c.files.iter().take(MAX_FILES_LISTED) {
             let _ = writeln!(
                 out,
                 "  {} {} (+{} -{})",
                 f.change, f.path, f.additions, f.deletions
+            );
+        }
+        if c.files.len() > MAX_FILES_LISTED {
+            let _ = writeln!(
+                out,
+                "  [{} of {} files listed]",
+                MAX_FILES_LISTED,
+                c.files.len()
             );
         }
         if let Some(d) = &c.diff {
