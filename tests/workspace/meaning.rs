@@ -1248,3 +1248,22 @@ fn a_filtered_search_by_meaning_lists_every_unit_that_passes() {
     assert_eq!(bobs(SearchMode::Meaning), by_words);
     assert_eq!(bobs(SearchMode::Hybrid), by_words);
 }
+
+/// Vectors re-made with another model than the one a running server loaded (`burrow mcp`,
+/// then `burrow workspace embed --model …` beside it) left its hybrid searches ranked by words
+/// alone, with nothing said (found in review). The page says why.
+#[test]
+fn a_hybrid_search_that_cannot_rank_by_meaning_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(dir.path());
+    import(&ws, dir.path(), ITEMS);
+    ws.embed_pending(&mut Synonyms::new("new-model", 64), &mut |_| {})
+        .unwrap();
+    ws.set_query_embedder(Some(Installed::new("old-model", false)));
+    let page = default_search(&ws, "crash");
+    let note = page.note.unwrap_or_default();
+    assert!(
+        note.contains("ranked by words only") && note.contains("new-model"),
+        "{note:?}"
+    );
+}

@@ -411,6 +411,10 @@ impl Workspace {
             ));
         }
         // The query's vector is given, or made by the loaded model while the words rank.
+        // A hybrid search that cannot rank by meaning says why: the vectors re-made with
+        // another model under a running `burrow mcp` left its searches ranked by words, and
+        // worse, with nothing said.
+        let mut words_only = None;
         let embedder = match (q.mode, &q.vector) {
             (SearchMode::Words, _) | (_, Some(_)) => None,
             // Without a model, hybrid is words: the vectors need not even be loaded.
@@ -422,7 +426,10 @@ impl Workspace {
                         "cannot search by meaning: {why}"
                     )))
                 }
-                Some(_) => None,
+                Some(why) => {
+                    words_only = Some(format!("ranked by words only: {why}"));
+                    None
+                }
             },
         };
         let by_meaning = q.mode != SearchMode::Words && (q.vector.is_some() || embedder.is_some());
@@ -455,7 +462,7 @@ impl Workspace {
         // Kept to code, the words of the files' outlines make a ranking of their own (below).
         if !by_meaning && leaning.is_empty() && !wants_pr && !ranks_outlines(q) {
             let (rows, note) = self.words_items(q, limit)?;
-            return self.page(q, rows, limit, note);
+            return self.page(q, rows, limit, join_notes(words_only, note));
         }
         // Every page starts from the same depth, whatever its offset and size (see below).
         let depth = FUSE_DEPTH;
@@ -521,7 +528,7 @@ impl Workspace {
             (made, words)
         });
         let mut words = words?;
-        let mut note = words.first_mut().and_then(|w| w.2.take());
+        let mut note = join_notes(words_only, words.first_mut().and_then(|w| w.2.take()));
         let mut first_scans = None;
         let vector = match made {
             Some(Ok((v, scans))) => {
