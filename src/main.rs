@@ -81,9 +81,12 @@ fn main() -> ExitCode {
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env("BURROW_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=error"));
+    // Colour codes only for a terminal: an MCP client's log file (stderr is its log) filled
+    // with escape sequences.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     match run(cli) {

@@ -1176,3 +1176,26 @@ fn resuming_an_ended_run_is_refused_before_the_model_loads() {
         "{stderr}"
     );
 }
+
+/// Log lines to a stderr that is no terminal carry no colour codes: an MCP client keeps
+/// `burrow mcp`'s stderr as its log, which filled with escape sequences (found in review).
+#[test]
+fn logs_to_a_file_carry_no_colour_codes() {
+    use std::io::Write;
+    let home = tempfile::tempdir().unwrap();
+    let mut child = burrow_cmd(home.path(), &["mcp"])
+        .env("BURROW_LOG", "rmcp=debug")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let hello = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{hello}").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rmcp"), "no log line to look at: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+}
