@@ -537,27 +537,13 @@ fn a_huge_folder_or_commit_is_cut_for_the_client() {
     let head = String::from_utf8(head.stdout).unwrap().trim().to_string();
     let home = dir.path().join("home");
     common::workspace_add(&home, &repo);
-    // Output read as it comes (output_within reads it only at the end: a pipe full of a big
-    // result would stop the client).
-    let out = Command::new(python())
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py"))
-        .arg(env!("CARGO_BIN_EXE_burrow"))
-        .arg(&home)
-        .arg(
-            json!([
-                {"name": "list_directory", "arguments": {"path": "many"}},
-                {"name": "show_commit", "arguments": {"hash": head}},
-            ])
-            .to_string(),
-        )
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let seen = client(
+        &home,
+        json!([
+            {"name": "list_directory", "arguments": {"path": "many"}},
+            {"name": "show_commit", "arguments": {"hash": head}},
+        ]),
     );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     let sizes: Vec<usize> = seen["calls"]
         .as_array()
         .unwrap()

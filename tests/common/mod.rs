@@ -76,30 +76,56 @@ pub fn git(dir: &Path, args: &[&str], date: &str, who: (&str, &str)) {
 }
 
 /// Runs `cmd` with its output captured and fails the test if it has not ended within `limit`:
-/// for the defects that were hangs.
+/// for the defects that were hangs. The output is read as it comes (read at the end, a
+/// command writing more than a pipe holds waited for the reader, and read as a hang).
 pub fn output_within(
     cmd: &mut Command,
     limit: std::time::Duration,
     what: &str,
 ) -> std::process::Output {
+    use std::io::Read;
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("the command starts");
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let started = std::time::Instant::now();
-    while child
-        .try_wait()
-        .expect("the command can be waited on")
-        .is_none()
-    {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the command can be waited on") {
+            break status;
+        }
         if started.elapsed() > limit {
             let _ = child.kill();
             panic!("{what} hung");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().expect("stdout is read"),
+        stderr: stderr.join().expect("stderr is read"),
     }
-    child.wait_with_output().expect("the command's output")
 }
 
 /// Indexes `repo` into the home at `home` with `burrow workspace add`, as a user would.
