@@ -310,9 +310,16 @@ pub fn router(server: Arc<Server>) -> Router {
     Router::new()
         .route("/health", get(|| async { Json(json!({"status": "ok"})) }))
         .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model))
         .route("/v1/chat/completions", post(chat))
         .route("/v1/completions", post(completions))
         .route("/v1/embeddings", post(embeddings))
+        // Without `/v1`, as llama-server takes them: a client given the server's address as
+        // its base URL got "no such endpoint".
+        .route("/models", get(models))
+        .route("/chat/completions", post(chat))
+        .route("/completions", post(completions))
+        .route("/embeddings", post(embeddings))
         .fallback(|| async {
             ApiError::invalid(None, "no such endpoint: burrow serve has /v1/models, /v1/chat/completions, /v1/completions and /v1/embeddings")
                 .with_status(StatusCode::NOT_FOUND)
@@ -455,6 +462,33 @@ async fn models(State(s): State<Arc<Server>>, headers: HeaderMap) -> Response {
     if let Err(e) = s.admit(&headers) {
         return e.into_response();
     }
+    Json(json!({"object": "list", "data": model_list(&s)})).into_response()
+}
+
+/// One model, as `client.models.retrieve(id)` asks for it (a 404 before, for every id).
+async fn model(
+    State(s): State<Arc<Server>>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    if let Err(e) = s.admit(&headers) {
+        return e.into_response();
+    }
+    match model_list(&s).into_iter().find(|m| m["id"] == id.as_str()) {
+        Some(m) => Json(m).into_response(),
+        None => ApiError {
+            code: Some("model_not_found"),
+            ..ApiError::invalid(
+                Some("model".to_string()),
+                format!("the model {id:?} is not served here: see /v1/models"),
+            )
+            .with_status(StatusCode::NOT_FOUND)
+        }
+        .into_response(),
+    }
+}
+
+fn model_list(s: &Server) -> Vec<Value> {
     let mut data: Vec<Value> = s
         .current()
         .map(|m| {
@@ -470,7 +504,7 @@ async fn models(State(s): State<Arc<Server>>, headers: HeaderMap) -> Response {
             "id": embedding_name(path), "object": "model", "created": now(), "owned_by": "burrow",
         }));
     }
-    Json(json!({"object": "list", "data": data})).into_response()
+    data
 }
 
 fn embedding_name(path: &std::path::Path) -> String {

@@ -820,3 +820,39 @@ async fn a_wrong_method_gets_an_openai_error() {
         "{v}"
     );
 }
+
+/// `client.models.retrieve(id)` got a 404 for every id, and a client given the server's
+/// address without `/v1` (llama-server takes both) got "no such endpoint" (found in review).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_is_retrieved_by_id_and_paths_without_v1_are_served() {
+    let (url, _) = start(
+        FakeModel::new([FakeTurn::text("ok")]),
+        ServeOptions::default(),
+    )
+    .await;
+    let list: Value = reqwest::get(format!("{url}/v1/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = list["data"][0]["id"].as_str().unwrap().to_string();
+    let r = reqwest::get(format!("{url}/v1/models/{id}")).await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    let one: Value = r.json().await.unwrap();
+    assert_eq!(one["id"], id.as_str());
+    let r = reqwest::get(format!("{url}/v1/models/no-such-model"))
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let e: Value = r.json().await.unwrap();
+    assert_eq!(e["error"]["code"], "model_not_found", "{e}");
+    let (status, v) = post(
+        &url,
+        "/chat/completions",
+        json!({"messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["choices"][0]["message"]["content"], "ok", "{v}");
+}
