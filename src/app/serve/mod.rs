@@ -534,10 +534,24 @@ async fn chat(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match chat_job(&s, &headers, body) {
+    let server = s.clone();
+    match off_the_runtime(move || chat_job(&server, &headers, body)).await {
         Ok(job) => run(s, job).await,
         Err(e) => e.into_response(),
     }
+}
+
+/// Reading a request (up to 8 MiB of JSON) and compiling its grammars (a tool schema, a
+/// response format) take long enough to hold up the streams of other clients, which the
+/// runtime's two threads write: they run on a blocking thread.
+async fn off_the_runtime(
+    read: impl FnOnce() -> Result<Job, ApiError> + Send + 'static,
+) -> Result<Job, ApiError> {
+    tokio::task::spawn_blocking(read).await.unwrap_or_else(|e| {
+        Err(ApiError::server(format!(
+            "reading the request stopped: {e}"
+        )))
+    })
 }
 
 async fn completions(
@@ -545,7 +559,8 @@ async fn completions(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match text_job(&s, &headers, body) {
+    let server = s.clone();
+    match off_the_runtime(move || text_job(&server, &headers, body)).await {
         Ok(job) => run(s, job).await,
         Err(e) => e.into_response(),
     }
