@@ -1199,3 +1199,32 @@ fn logs_to_a_file_carry_no_colour_codes() {
     assert!(stderr.contains("rmcp"), "no log line to look at: {stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
 }
+
+/// `runs show` printed twelve lines of each observation with no sign of the rest, which read
+/// as all the step saw (found in review).
+#[test]
+fn runs_show_says_an_observation_was_cut() {
+    use burrow::agent::record::{RunStatus, StepRecord};
+    use burrow::agent::RunStore;
+    let home = tempfile::tempdir().unwrap();
+    let ws = burrow::workspace::Workspace::open_at(&home.path().join("workspace.db")).unwrap();
+    let r = ws.start_run("list the files", None, "json-typed").unwrap();
+    let lines: Vec<String> = (1..=30).map(|n| format!("file{n}.rs")).collect();
+    ws.save_step(
+        &r,
+        &StepRecord {
+            observation: Some(lines.join("\n")),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    ws.finish_run(&r, RunStatus::Succeeded, Some("30 files"), None)
+        .unwrap();
+    let out = burrow(home.path(), &["runs", "show", &r.id.to_string()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("| file12.rs") && !text.contains("| file13.rs"),
+        "{text}"
+    );
+    assert!(text.contains("[18 more lines"), "{text}");
+}

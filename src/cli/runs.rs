@@ -90,6 +90,9 @@ fn one_line(r: &RunRecord) -> String {
     )
 }
 
+/// The lines of each step's observation `runs show` prints.
+const OBSERVATION_LINES: usize = 12;
+
 fn print_run(r: &RunRecord) {
     println!(
         "run {} [{}] {} {}, started {}",
@@ -118,8 +121,16 @@ fn print_run(r: &RunRecord) {
             );
         }
         if let Some(o) = &s.observation {
-            for line in o.lines().take(12) {
+            for line in o.lines().take(OBSERVATION_LINES) {
                 println!("  | {line}");
+            }
+            // Cut with no sign, an observation read as all the step saw.
+            let more = o.lines().count().saturating_sub(OBSERVATION_LINES);
+            if more > 0 {
+                println!(
+                    "  | [{more} more lines: `burrow runs show {} --json` has them]",
+                    r.id
+                );
             }
         }
         if let Some(e) = &s.error {
