@@ -402,3 +402,44 @@ fn a_reopened_issue_loses_its_closing_commit_on_reimport() {
     assert!(d.closed_at.is_some());
     assert!(d.linked.is_empty(), "{:?}", d.linked);
 }
+
+/// A pull request closed without merging fixed nothing, yet its "Closes #31"
+/// links it as the fix. Real records of bitcoin-core/gui: #38 "Closes #31" was closed unmerged
+/// and #31 is still open; #129 and #633 say they fix #126 (open), neither merged; of #585, #606
+/// and #620, which all say they fix #578, only #620 was merged (found in review).
+#[test]
+fn a_pull_request_closed_unmerged_fixed_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = fixtures().join("bitcoin-core-gui-backup");
+    let b = dir.path().join("backup");
+    std::fs::create_dir_all(b.join("issues")).unwrap();
+    std::fs::create_dir_all(b.join("pulls")).unwrap();
+    for n in [31, 126, 578] {
+        std::fs::copy(
+            src.join(format!("issues/{n}.json")),
+            b.join(format!("issues/{n}.json")),
+        )
+        .unwrap();
+    }
+    for n in [38, 129, 633, 585, 606, 620] {
+        std::fs::copy(
+            src.join(format!("pulls/{n}.json")),
+            b.join(format!("pulls/{n}.json")),
+        )
+        .unwrap();
+    }
+    let ws = open(&dir.path().join("home"));
+    ws.import(&b, "bitcoin-core/gui", &mut |_| {}).unwrap();
+    let tools = burrow::tools::all_tools(ws.clone()).unwrap();
+    let out = tools
+        .call("get_issue", serde_json::json!({"number": 31}))
+        .unwrap()
+        .text;
+    let head: String = out.lines().take(4).collect::<Vec<_>>().join("\n");
+    let got = |n| ws.issue(None, n, 0).unwrap().linked;
+    assert_eq!(
+        (got(31), got(126), got(578)),
+        (vec![], vec![], vec![620]),
+        "get_issue #31 shows:\n{head}"
+    );
+}

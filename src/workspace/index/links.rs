@@ -1,6 +1,6 @@
-//! Which pull request fixed which issue, where the data says so: the pull request's title or
-//! text says "fixes #N" (GitHub's closing keywords), or the issue was closed by the pull
-//! request's merge commit. Recomputed for a repository after each import of it (the pull
+//! Which pull request fixed which issue, where the data says so: a merged pull request's title
+//! or text says "fixes #N" (GitHub's closing keywords, outside code), or the issue was closed by
+//! the pull request's merge commit. Recomputed for a repository after each import of it (the pull
 //! request and its issue may come in different imports).
 
 use std::collections::HashSet;
@@ -23,13 +23,41 @@ fn closing_ref() -> Option<&'static Regex> {
     .as_ref()
 }
 
+/// `text` without its code: fenced blocks and inline code spans, where GitHub reads no
+/// closing keyword (a pasted `git commit -m "fixes #12"` linked #12).
+fn without_code(text: &str) -> String {
+    static SPAN: OnceLock<Option<Regex>> = OnceLock::new();
+    let span = SPAN
+        .get_or_init(|| Regex::new(r"``[^\n]*?``|`[^`\n]*`").ok())
+        .as_ref();
+    let mut out = String::with_capacity(text.len());
+    let mut fence: Option<&str> = None;
+    for line in text.lines() {
+        let start = line.trim_start();
+        let marker = ["```", "~~~"].into_iter().find(|m| start.starts_with(m));
+        match (fence, marker) {
+            (None, Some(m)) => fence = Some(m),
+            (Some(open), Some(m)) if open == m => fence = None,
+            (Some(_), _) => {}
+            (None, None) => {
+                match span {
+                    Some(re) => out.push_str(&re.replace_all(line, " ")),
+                    None => out.push_str(line),
+                }
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 /// The issue numbers `text` says it closes, in `remote` (`owner/name`; references to other
-/// repositories are not links here).
+/// repositories are not links here), outside its code.
 pub(crate) fn closing_refs(text: &str, remote: Option<&str>) -> Vec<i64> {
     let Some(re) = closing_ref() else {
         return Vec::new();
     };
-    re.captures_iter(text)
+    re.captures_iter(&without_code(text))
         .filter(|c| {
             let repo = c.get(1).or_else(|| c.get(2)).map(|m| m.as_str());
             repo.is_none_or(|r| remote.is_some_and(|own| own.eq_ignore_ascii_case(r)))
@@ -59,8 +87,11 @@ pub(super) fn relink(
     let mut fixes: Vec<(i64, i64)> = Vec::new();
     {
         let mut st = tx
+            // Merged ones: a pull request closed unmerged, or still open, fixed nothing yet,
+            // and showed as "Fixed by" on an issue still open (#38 on bitcoin-core/gui#31).
             .prepare_cached(
-                "SELECT number, title, body FROM issues WHERE repo_id = ?1 AND is_pr = 1",
+                "SELECT number, title, body FROM issues WHERE repo_id = ?1 AND is_pr = 1
+                     AND (state = 'merged' OR merged_at IS NOT NULL)",
             )
             .map_err(db_err("reading pull requests to link"))?;
         let mut rows = st
@@ -134,5 +165,28 @@ mod tests {
         assert!(refs("Fixes bitcoin/bitcoin#27217").is_empty());
         assert!(refs("See #725; related to #726. Prefix #9").is_empty());
         assert!(refs("suffixes #3").is_empty());
+    }
+
+    /// GitHub does not read closing keywords inside code (a fenced block or an
+    /// inline code span): the text there is not a link (found in review).
+    #[test]
+    fn closing_keywords_in_code_are_no_link() {
+        let refs = |t: &str| closing_refs(t, Some("bitcoin-core/gui"));
+        assert_eq!(
+            refs("To reproduce:\n\n```\n$ git commit -m \"fixes #12\"\n```\n"),
+            Vec::<i64>::new(),
+            "fenced code block"
+        );
+    }
+
+    /// nor inside an inline code span.
+    #[test]
+    fn closing_keywords_in_inline_code_are_no_link() {
+        let refs = |t: &str| closing_refs(t, Some("bitcoin-core/gui"));
+        assert_eq!(
+            refs("The template says to write `Fixes #13` here."),
+            Vec::<i64>::new(),
+            "inline code span"
+        );
     }
 }
