@@ -2,6 +2,10 @@
 //! open) or a tool call (through the hooks and the loop guard); then the step is recorded with
 //! its observation, kept, and replayed in the next prompt.
 
+use std::sync::OnceLock;
+
+use regex::Regex;
+
 use super::events::{AgentError, AgentEvent};
 use super::hooks::ToolVerdict;
 use super::prompt::Turn;
@@ -218,8 +222,21 @@ const GUIDANCE: &[&str] = &[
     "nothing in the plan is left to do",
 ];
 
-/// Where Burrow cut a text it showed, as its notes mark it.
-const CUT_MARKS: &[&str] = &["[cut: ", "[cut at line ", "[cut by Burrow"];
+/// Where Burrow cut a text it showed, as its notes mark it, whole: any `[cut: ` up to a `]`
+/// took a slice `data[cut: cut + n]` out of an answer's code.
+const CUT_MARKS: &str = r"\s*\[cut(?:: \d+ of \d+ characters shown| at line \d+ of \d+; read on with start_line \d+| by Burrow on import: the first \d+ of \d+ characters are kept)\]";
+
+/// What follows the item a copied note says to cite, when the model went on after it in the
+/// same sentence ("… and cite acme/app#918 - the wallet crashes on close"): its own words.
+const AFTER_CITE: &str =
+    r"(?i)\bcite\s+[^\s,;]*[#@:/][^\s,;]*?[.,;:]?(?:\s+[-–—:]+)?\s+(?P<rest>\S[^\n]*)$";
+
+fn regex_of(
+    pattern: &'static str,
+    cell: &'static OnceLock<Option<Regex>>,
+) -> Option<&'static Regex> {
+    cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
+}
 
 /// The answer without what a small model copied from Burrow's own notes: the sentences that
 /// repeat its guidance ("If one answers it, give the final answer now and cite …") and the
@@ -229,27 +246,31 @@ const CUT_MARKS: &[&str] = &["[cut: ", "[cut at line ", "[cut by Burrow"];
 /// the run saw (`seen_citations`: that was all it said), and without those the text as
 /// written (nothing is lost).
 pub(super) fn without_guidance(answer: &str, seen_citations: &[String]) -> String {
-    let mut text = answer.to_string();
-    let mut from = 0;
-    while let Some(at) = CUT_MARKS
-        .iter()
-        .filter_map(|m| text.get(from..)?.find(m).map(|i| from + i))
-        .min()
-    {
-        // Only a whole mark, with its closing bracket, is Burrow's.
-        let Some(len) = text[at..].find(']') else {
-            break;
-        };
-        let start = text[..at].trim_end().len();
-        text.replace_range(start..at + len + 1, "");
-        from = start;
-    }
+    static MARKS: OnceLock<Option<Regex>> = OnceLock::new();
+    static AFTER: OnceLock<Option<Regex>> = OnceLock::new();
+    let text = match regex_of(CUT_MARKS, &MARKS) {
+        Some(re) => re.replace_all(answer, "").into_owned(),
+        None => answer.to_string(),
+    };
     let mut kept = String::new();
     let mut dropped = false;
     for sentence in sentences(&text) {
         let lower = sentence.trim_start().to_lowercase();
         if GUIDANCE.iter().any(|g| lower.starts_with(g)) {
             dropped = true;
+            // The model's own words after the item the note named, in the same sentence.
+            if let Some(rest) = regex_of(AFTER_CITE, &AFTER)
+                .and_then(|re| re.captures(sentence.trim_end()))
+                .and_then(|c| c.name("rest"))
+                .filter(|r| {
+                    let r = r.as_str().to_lowercase();
+                    !GUIDANCE.iter().any(|g| r.starts_with(g))
+                })
+            {
+                kept.push_str(rest.as_str());
+                kept.push_str(&sentence[sentence.trim_end().len()..]);
+                continue;
+            }
             // Its line break is the next line's.
             let body = sentence.trim_end();
             if sentence[body.len()..].contains('\n') {
@@ -305,6 +326,65 @@ fn sentences(text: &str) -> Vec<&str> {
     out
 }
 
+/// The citations with those split inside an item's name joined again: a list read as text
+/// (`Citations: a, b`) splits at commas, and a path with one (`docs/faq,en.md`), which the
+/// grammar offered whole, was read as two items never seen.
+fn rejoined(seen: &[Locator], citations: &[String]) -> Vec<String> {
+    let is_cite = |c: &str| seen.iter().any(|l| l.cite() == c);
+    let begins = |c: &str| seen.iter().any(|l| l.cite().starts_with(c));
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < citations.len() {
+        let mut c = citations[i].clone();
+        i += 1;
+        while !is_cite(&c) && i < citations.len() {
+            let next = &citations[i];
+            let Some(joined) = [format!("{c},{next}"), format!("{c}, {next}")]
+                .into_iter()
+                .find(|j| begins(j))
+            else {
+                break;
+            };
+            c = joined;
+            i += 1;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Whether citation `c`, written otherwise than `Locator::cite` writes it (without a grammar a
+/// model cites as it likes), is item `l`: a file without its line; `#918`, `app#918` for
+/// `acme/app#918`; a commit by a hash of another length; a path with `./`, without its
+/// repository or with another line. Such citations were dropped and flagged as never seen.
+fn cites(l: &Locator, c: &str) -> bool {
+    let c = c.trim();
+    // A file cited without its line is the file at any line the run saw.
+    if let Some(rest) = l.cite().strip_prefix(c) {
+        if rest
+            .strip_prefix(':')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return true;
+        }
+    }
+    // The item's repository, where the citation names it, then what names the item.
+    let rest = l
+        .repo()
+        .and_then(|r| {
+            let short = r.rsplit('/').next().unwrap_or(r);
+            [r, short].into_iter().find_map(|name| {
+                let head = c.get(..name.len())?;
+                let after = c.get(name.len()..)?;
+                (head.eq_ignore_ascii_case(name) && after.starts_with([':', '@', '#']))
+                    .then(|| after.trim_start_matches([':', '@']))
+            })
+        })
+        .unwrap_or(c);
+    let named = mentions(rest);
+    named.len() == 1 && l.is_named_by(&named[0])
+}
+
 /// The citations that name items the run saw (as the seen items), and what the answer names,
 /// cited or in its text, that the run never saw. Under a grammar a citation is always one it
 /// saw; without one, or in the text, a model may name anything. What the text names counts as
@@ -318,26 +398,32 @@ pub(super) fn checked_citations(
 ) -> (Vec<Locator>, Vec<String>) {
     let mut cited: Vec<Locator> = Vec::new();
     let mut unseen: Vec<String> = Vec::new();
-    for c in citations {
-        // A file cited without its line is the file at any line the run saw.
+    for c in &rejoined(seen, citations) {
         let found = seen
             .iter()
             .find(|l| l.cite() == *c)
-            .or_else(|| seen.iter().find(|l| l.cite().starts_with(&format!("{c}:"))));
+            .or_else(|| seen.iter().find(|l| cites(l, c)));
         match found {
             Some(l) if !cited.contains(l) => cited.push(l.clone()),
             Some(_) => {}
+            // A repository's name alone cites none of its items (it was taken for the first
+            // file of it the run saw), and is no item the run never saw.
+            None if seen
+                .iter()
+                .filter_map(Locator::repo)
+                .any(|r| crate::tools::locator::same_repo(r, c)) => {}
             None => unseen.push(c.clone()),
         }
     }
     let mut named: Option<Vec<crate::tools::locator::Mention>> = None;
+    let repos: Vec<&str> = seen.iter().filter_map(Locator::repo).collect();
     for m in mentions(answer) {
         if seen.iter().any(|l| l.is_named_by(&m)) || unseen.contains(&m.text()) {
             continue;
         }
         let named =
             named.get_or_insert_with(|| observations.iter().flat_map(|o| mentions(o)).collect());
-        if !named.iter().any(|n| n.names_same(&m)) {
+        if !named.iter().any(|n| n.names_same(&m, &repos)) {
             unseen.push(m.text());
         }
     }
@@ -436,6 +522,30 @@ mod tests {
     /// line breaks and characters of several bytes, in any order, never panic; what is left is
     /// never longer and never starts as Burrow's note, or is all the text, or (where the run
     /// saw what it cites) those citations.
+    /// The model's own words after a copied note's item are its answer; a note copied whole is
+    /// not (found in review: the words after it were dropped with the note, and the answer
+    /// became the bare citation); nor is a slice in its code a cut mark.
+    #[test]
+    fn what_follows_a_copied_note_and_code_like_a_cut_mark_are_kept() {
+        let cite = vec!["acme/app#918".to_string()];
+        assert_eq!(
+            without_guidance(
+                "If this answers the task, give the final answer now and cite acme/app#918 - the \
+                 wallet crashes on close",
+                &cite
+            ),
+            "the wallet crashes on close"
+        );
+        let next = format!("#918 crashes. {}", super::super::first::NEXT);
+        assert_eq!(without_guidance(&next, &cite), "#918 crashes.");
+        let code = "Take the window with `rows = data[cut: cut + n]`.";
+        assert_eq!(without_guidance(code, &cite), code);
+        assert_eq!(
+            without_guidance("It is #918 [cut: 1200 of 1348 characters shown].", &cite),
+            "It is #918."
+        );
+    }
+
     #[test]
     fn any_text_is_taken_apart_without_a_panic() {
         let pieces = [

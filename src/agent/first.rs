@@ -27,7 +27,8 @@ pub const SEARCH: &str = "search";
 const THOUGHT: &str = "First I search the workspace for the task.";
 
 /// What the model is told after the first results: what it can do next, in a line.
-const NEXT: &str = "These are the workspace's best matches for the task. If one answers it, \
+pub(super) const NEXT: &str =
+    "These are the workspace's best matches for the task. If one answers it, \
      answer and cite it; to check one, open it; else search with other words or another kind.";
 
 /// Characters of the task the search takes (a tool argument's bound under the grammars).
@@ -38,10 +39,11 @@ const QUERY_CHARS: usize = 300;
 const RESULTS: usize = 5;
 
 impl Agent<'_> {
-    /// Whether the run starts with Burrow's search: the setting is on and the run has the
-    /// search tool.
+    /// Whether the run starts with Burrow's search: the setting is on, the run has the search
+    /// tool, and a step is left after it for the model to answer in (at a limit of one step,
+    /// the search took it and the run ended with no answer).
     pub(super) fn searches_first(&self, state: &RunState) -> bool {
-        self.config.search_first && state.active.iter().any(|n| n == SEARCH)
+        self.config.search_first && state.max_steps >= 2 && state.active.iter().any(|n| n == SEARCH)
     }
 
     /// Searches the workspace with the task, as the run's first step.

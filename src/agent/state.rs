@@ -112,10 +112,21 @@ impl RunState {
         for m in mentions(&self.task) {
             let item = match m {
                 Mention::Number(number) => Locator::Issue { number, repo: None },
-                Mention::RepoNumber { repo, number } => Locator::Issue {
-                    number,
-                    repo: Some(repo),
-                },
+                // Either kind: `owner/repo#12` is how GitHub and the tools write a pull
+                // request too, which the task could not open as an issue of the repository.
+                Mention::RepoNumber { repo, number } => {
+                    let pr = Locator::PullRequest {
+                        number,
+                        repo: Some(repo.clone()),
+                    };
+                    if !items.contains(&pr) {
+                        items.push(pr);
+                    }
+                    Locator::Issue {
+                        number,
+                        repo: Some(repo),
+                    }
+                }
                 Mention::Hash(hash) => Locator::Commit { hash, repo: None },
                 Mention::Path(path) => Locator::File {
                     path,

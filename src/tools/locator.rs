@@ -55,6 +55,16 @@ impl Locator {
         }
     }
 
+    /// The repository the item is in, where it says.
+    pub fn repo(&self) -> Option<&str> {
+        match self {
+            Locator::File { repo, .. }
+            | Locator::Issue { repo, .. }
+            | Locator::PullRequest { repo, .. }
+            | Locator::Commit { repo, .. } => repo.as_deref(),
+        }
+    }
+
     /// The item a search hit is, when the hit says enough to open it.
     pub fn of_hit(h: &SearchHit) -> Option<Self> {
         match h.kind {
@@ -105,7 +115,7 @@ impl Locator {
             (
                 Locator::Issue { number, repo } | Locator::PullRequest { number, repo },
                 Mention::RepoNumber { repo: r, number: n },
-            ) => number == n && repo.as_deref().is_none_or(|x| x.eq_ignore_ascii_case(r)),
+            ) => number == n && repo.as_deref().is_none_or(|x| same_repo(x, r)),
             (Locator::Commit { hash, .. }, Mention::Hash(h)) => {
                 let h = h.to_ascii_lowercase();
                 hash.starts_with(&h) || h.starts_with(hash.as_str())
@@ -138,14 +148,26 @@ pub enum Mention {
     Path(String),
 }
 
+/// Whether two names are one repository's: the same, or one its owner's `owner/name` of the
+/// other (`gui` and `bitcoin-core/gui`).
+pub fn same_repo(a: &str, b: &str) -> bool {
+    let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
+    a == b || a.ends_with(&format!("/{b}")) || b.ends_with(&format!("/{a}"))
+}
+
 impl Mention {
-    /// Whether `other`, found in other text, names the same thing (a hash by a prefix of
-    /// it, a path by its end).
-    pub fn names_same(&self, other: &Mention) -> bool {
-        match (self, other) {
+    /// Whether `named`, found in an answer, names what this mention, found in what the run
+    /// was shown, names: a hash by a prefix of it, a path by its end (a longer path names
+    /// another file: the text's `crates/core/README.md` is not the `README.md` shown), and
+    /// `owner/repo#12` the `#12` shown only in one of `repos`, those of the items the run saw
+    /// (the `#12` an issue of acme/app mentions is acme/app's, not bitcoin/bitcoin's).
+    pub fn names_same(&self, named: &Mention, repos: &[&str]) -> bool {
+        match (self, named) {
             (Mention::Number(a), Mention::Number(b)) => a == b,
-            (Mention::RepoNumber { number: a, .. }, Mention::Number(b))
-            | (Mention::Number(a), Mention::RepoNumber { number: b, .. }) => a == b,
+            (Mention::RepoNumber { number: a, .. }, Mention::Number(b)) => a == b,
+            (Mention::Number(a), Mention::RepoNumber { repo, number: b }) => {
+                a == b && repos.iter().any(|r| same_repo(r, repo))
+            }
             (
                 Mention::RepoNumber {
                     repo: ra,
@@ -155,13 +177,14 @@ impl Mention {
                     repo: rb,
                     number: b,
                 },
-            ) => a == b && ra.eq_ignore_ascii_case(rb),
+            ) => a == b && same_repo(ra, rb),
             (Mention::Hash(a), Mention::Hash(b)) => {
                 let (a, b) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
                 a.starts_with(&b) || b.starts_with(&a)
             }
-            (Mention::Path(a), Mention::Path(b)) => {
-                a == b || a.ends_with(&format!("/{b}")) || b.ends_with(&format!("/{a}"))
+            (Mention::Path(shown), Mention::Path(named)) => {
+                let named = named.trim_start_matches("./");
+                shown == named || shown.ends_with(&format!("/{named}"))
             }
             _ => false,
         }
@@ -176,16 +199,19 @@ impl Mention {
     }
 }
 
-/// What `mentions` finds: `#12` (not `&#12;`) or `issue 12`, `PR 12`, `pull request 12`; a
+/// What `mentions` finds: `#12` (not `&#12;`) or `issue 12`, `PR 12`, `pull request 12`,
+/// `issue#12`; `owner/repo#12` and `repo#12` (as Burrow cites an issue of a repository named
+/// without its owner: `ripgrep#2690`, which was no mention, so an invented one passed); a
 /// commit hash; a path.
-const MENTIONS: &str = r"(?x)
+const MENTIONS: &str = r#"(?x)
     \b(?P<repo>[\w.-]+/[\w.-]+)\#(?P<repo_num>[0-9]{1,9})\b
     | (?:^|[^\w&/])\#(?P<num>[0-9]{1,9})\b
+    | (?:^|[\s(\[{,;:"'`])(?P<short>[A-Za-z][\w.-]*)\#(?P<short_num>[0-9]{1,9})\b
     | \b(?i:issue|pr|pull\s+request)\s+\#?(?P<named>[0-9]{1,9})\b
     | \b(?P<hash>[0-9a-fA-F]{7,40})\b
     | (?P<path>(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}
         | [\w-]+\.(?:rs|md|toml|json|ya?ml|txt|cpp|cc|h|hpp|c|py|ts|js|sh|ui|qrc|in|ac|am))\b
-    | (?:^|[^\w/:.-])(?P<bare>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b";
+    | (?:^|[^\w/:.-])(?P<bare>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b"#;
 
 /// The issues, commits and files a text names, in order, each once. What a model writes in
 /// an answer is read with this to flag what the run never saw.
@@ -208,6 +234,21 @@ pub fn mentions(text: &str) -> Vec<Mention> {
             })
         } else if let Some(n) = c.name("num").or_else(|| c.name("named")) {
             n.as_str().parse().ok().map(Mention::Number)
+        } else if let (Some(r), Some(n)) = (c.name("short"), c.name("short_num")) {
+            let r = r.as_str();
+            let kind = ["issue", "issues", "pr", "prs", "pull", "bug"]
+                .iter()
+                .any(|k| r.eq_ignore_ascii_case(k));
+            n.as_str().parse().ok().map(|number| {
+                if kind {
+                    Mention::Number(number)
+                } else {
+                    Mention::RepoNumber {
+                        repo: r.to_string(),
+                        number,
+                    }
+                }
+            })
         } else if let Some(h) = c.name("hash") {
             let h = h.as_str();
             let digits = h.chars().any(|c| c.is_ascii_digit());

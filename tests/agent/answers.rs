@@ -781,3 +781,359 @@ fn an_item_cut_from_the_observation_is_not_seen() {
         last.unseen
     );
 }
+
+// ---- Citations and items as models write them (defects found in review) ----
+
+/// A search over a fixed workspace: its text and items as given.
+#[derive(Clone)]
+struct Fixed(&'static str, Vec<Locator>);
+
+impl Tool for Fixed {
+    const NAME: &'static str = "search";
+    type Input = SearchInput;
+    fn run(&self, _: SearchInput) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(self.0, ()).with_items(self.1.clone()))
+    }
+}
+
+const WALLET_FIX: &str = "b9c774937fc285e6668be9823c4bf231a61fc4a8";
+
+fn five_items() -> Fixed {
+    Fixed(
+        "1. [issue] #918 Wallet crashes on close [open]  (repo acme/app)\n\
+         2. [code] src/wallet.rs:12  (repo acme/app)\n\
+         3. [commit] commit b9c774937f Fix the crash (ann, 2024-01-02)  (repo acme/app)\n\
+         4. [doc] README.md  (repo ripgrep)\n\
+         5. [issue] #12 Proxy settings [open]  (repo bitcoin-core/gui)",
+        vec![
+            Locator::issue_or_pr("acme/app", 918, false),
+            Locator::file("acme/app", "src/wallet.rs", Some(12)),
+            Locator::commit("acme/app", WALLET_FIX),
+            Locator::file("ripgrep", "README.md", Some(1)),
+            Locator::issue_or_pr("bitcoin-core/gui", 12, false),
+        ],
+    )
+}
+
+/// A run of protocol json-typed over `five_items` whose model answers `final_text`
+/// citing `cites`; `grammar` as given.
+fn answering(grammar: bool, cites: &[&str], final_text: &str) -> burrow::agent::RunOutcome {
+    let p = Protocol::JsonTyped;
+    let mut tools = ToolRegistry::new();
+    tools.register(five_items()).unwrap();
+    let model = FakeModel::new([FakeTurn::text(&final_with(p, cites, final_text))]);
+    let config = AgentConfig {
+        protocol: p,
+        max_steps: 4,
+        grammar,
+        ..Default::default()
+    };
+    let agent = Agent::new(&model, &tools, config).unwrap();
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    outcome
+}
+
+/// Without a grammar (`--no-grammar`, the grammar setting off) a model cites as it writes:
+/// an item the run saw, spelled otherwise than `Locator::cite`, is dropped from the answer's
+/// sources and flagged as never seen.
+#[test]
+fn a_seen_item_cited_in_another_spelling_is_flagged_unseen() {
+    let issue = Locator::issue_or_pr("acme/app", 918, false);
+    let file = Locator::file("acme/app", "src/wallet.rs", Some(12));
+    let commit = Locator::commit("acme/app", WALLET_FIX);
+    let full = format!("acme/app@{WALLET_FIX}");
+    let cases: Vec<(&str, Locator)> = vec![
+        ("#918", issue.clone()),
+        ("app#918", issue.clone()),
+        ("acme/app@b9c7749", commit.clone()),
+        (full.as_str(), commit.clone()),
+        ("acme/app:./src/wallet.rs:12", file.clone()),
+        ("src/wallet.rs:12", file.clone()),
+    ];
+    let mut wrong = Vec::new();
+    for (cite, item) in cases {
+        let outcome = answering(false, &[cite], "It is the crash.");
+        let last = outcome.steps.last().unwrap();
+        if last.citations != [item.clone()] || !last.unseen.is_empty() {
+            wrong.push(format!(
+                "{cite}: citations {:?}, unseen {:?}",
+                last.citations, last.unseen
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Without a grammar, a citation of a repository's name alone is taken as a citation of the
+/// first file of that repository the run saw: the answer's sources show a file it never
+/// cited.
+#[test]
+fn a_repository_name_cited_alone_becomes_a_file_citation() {
+    let outcome = answering(false, &["acme/app"], "It is in acme/app.");
+    let last = outcome.steps.last().unwrap();
+    assert!(
+        last.citations.is_empty(),
+        "cited {:?}, unseen {:?}",
+        last.citations,
+        last.unseen
+    );
+}
+
+/// An answer's text naming a file the run never saw passes as seen where an observation
+/// named a shorter path it ends with: `is_named_by` refuses `crates/core/README.md` for the
+/// `README.md` seen, but `names_same` over the observations' mentions lets it through. Under
+/// the default settings (grammar on).
+#[test]
+fn an_invented_longer_path_in_the_answer_passes_as_seen() {
+    let outcome = answering(
+        true,
+        &["ripgrep:README.md:1"],
+        "It is documented in crates/core/README.md.",
+    );
+    let last = outcome.steps.last().unwrap();
+    assert!(
+        last.unseen
+            .iter()
+            .any(|u| u.contains("crates/core/README.md")),
+        "unseen {:?}",
+        last.unseen
+    );
+}
+
+/// An answer's text naming another repository's issue passes as seen where an observation
+/// showed the same number in another repository (`names_same` ignores the repository of
+/// `owner/repo#12` against `#12`).
+#[test]
+fn another_repositorys_issue_in_the_answer_passes_as_seen() {
+    let outcome = answering(
+        true,
+        &["bitcoin-core/gui#12"],
+        "It is bitcoin-core/gui#12, fixed by bitcoin/bitcoin#918.",
+    );
+    let last = outcome.steps.last().unwrap();
+    assert!(
+        last.unseen
+            .iter()
+            .any(|u| u.contains("bitcoin/bitcoin#918")),
+        "unseen {:?}",
+        last.unseen
+    );
+}
+
+/// `repo#12`, as Burrow itself cites an issue of a repository named without its owner
+/// (`ripgrep#2690`), is no mention at all: an invented one in an answer is never flagged.
+#[test]
+fn an_invented_item_in_burrows_own_cite_form_is_not_flagged() {
+    let outcome = answering(
+        true,
+        &["ripgrep:README.md:1"],
+        "See ripgrep#9999 and PR#9998 for the crash.",
+    );
+    let last = outcome.steps.last().unwrap();
+    let flagged: Vec<&String> = last
+        .unseen
+        .iter()
+        .filter(|u| u.contains("9999") || u.contains("9998"))
+        .collect();
+    assert_eq!(flagged.len(), 2, "unseen {:?}", last.unseen);
+}
+
+/// Reads a pull request.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct GetPrInput {
+    /// The number.
+    #[allow(dead_code)]
+    number: i64,
+    #[serde(default)]
+    #[allow(dead_code)]
+    repo: Option<String>,
+}
+
+struct GetPr;
+
+impl Tool for GetPr {
+    const NAME: &'static str = "get_pull_request";
+    type Input = GetPrInput;
+    const OPENS: Option<burrow::tools::Opens> = Some(burrow::tools::Opens {
+        argument: "number",
+        items: burrow::tools::OpensItems::PullRequests,
+    });
+    fn run(&self, _: GetPrInput) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::NotFound("none".into()))
+    }
+}
+
+/// The first request's grammar (json-typed) of a run with `task`, Burrow's search off.
+fn first_grammar(tools: &ToolRegistry, task: &str) -> Grammar {
+    let p = Protocol::JsonTyped;
+    let model = FakeModel::new([FakeTurn::text(&final_with(p, &[], "Not here."))]);
+    let config = AgentConfig {
+        protocol: p,
+        search_first: false,
+        ..Default::default()
+    };
+    let agent = Agent::new(&model, tools, config).unwrap();
+    let _ = run(&agent, task);
+    Grammar::JsonSchema(
+        serde_json::from_str(model.requests()[0].grammar.as_deref().unwrap()).unwrap(),
+    )
+}
+
+/// A task that names a pull request as `owner/repo#12` (as GitHub and the tools write it)
+/// cannot open it: the task's item is taken as an issue of that repository, and only a number
+/// without a repository may open a pull request. `PR 12` can.
+#[test]
+fn a_pull_request_the_task_names_with_its_repository_cannot_be_opened() {
+    let p = Protocol::JsonTyped;
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    tools.register(GetPr).unwrap();
+    let open = written(p, "get_pull_request", json!({"number": 12}));
+    let plain = first_grammar(&tools, "What does PR 12 change?");
+    assert!(plain.accepts(&open).unwrap(), "control: PR 12 opens");
+    let with_repo = first_grammar(&tools, "What does acme/app#12 change?");
+    assert!(
+        with_repo.accepts(&open).unwrap(),
+        "acme/app#12 cannot be opened"
+    );
+}
+
+/// A task that names an issue as `issue#918` or `app#918` cannot open it (no mention is read
+/// from either), where `#918` and `issue 918` can.
+#[test]
+fn an_issue_the_task_names_without_a_space_cannot_be_opened() {
+    let p = Protocol::JsonTyped;
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    tools.register(GetIssue::default()).unwrap();
+    let open = written(p, "get_issue", json!({"number": 918}));
+    let control = first_grammar(&tools, "What does issue 918 say?");
+    assert!(control.accepts(&open).unwrap(), "control: issue 918 opens");
+    let mut refused = Vec::new();
+    for task in ["What does issue#918 say?", "What does app#918 say?"] {
+        if !first_grammar(&tools, task).accepts(&open).unwrap() {
+            refused.push(task);
+        }
+    }
+    assert!(refused.is_empty(), "cannot open #918: {refused:?}");
+}
+
+/// With a step limit of 1 (the settings allow 1 to 50) and Burrow's search on (the default),
+/// Burrow's own search takes the only step: the model is never asked and the run ends at its
+/// limit with no answer, though "a run's last step can only be its final answer".
+#[test]
+fn a_one_step_run_never_lets_the_model_answer() {
+    let p = Protocol::JsonTyped;
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    let model = FakeModel::new([FakeTurn::text(&final_with(p, &["acme/app#918"], "#918"))]);
+    let config = AgentConfig {
+        protocol: p,
+        max_steps: 1,
+        ..Default::default()
+    };
+    let agent = Agent::new(&model, &tools, config).unwrap();
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    assert_eq!(
+        (
+            outcome.status,
+            outcome.final_answer.clone(),
+            model.requests().len()
+        ),
+        (RunStatus::Succeeded, Some("#918".to_string()), 1),
+        "{:?}",
+        outcome.steps.iter().map(|s| &s.thought).collect::<Vec<_>>()
+    );
+}
+
+/// Reads a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct ReadInput {
+    /// The path.
+    path: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    repo: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    start_line: Option<usize>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    end_line: Option<usize>,
+}
+
+struct Read;
+
+impl Tool for Read {
+    const NAME: &'static str = "read_file";
+    type Input = ReadInput;
+    const OPENS: Option<burrow::tools::Opens> = Some(burrow::tools::Opens {
+        argument: "path",
+        items: burrow::tools::OpensItems::File,
+    });
+    fn run(&self, i: ReadInput) -> Result<ToolOutput, ToolError> {
+        Ok(
+            ToolOutput::new(format!("{} (lines 1-3 of 3):\n1 a\n2 b\n", i.path), ())
+                .opening(Locator::file("acme/app", &i.path, Some(1))),
+        )
+    }
+}
+
+/// In the text protocol a citation the grammar offers, of a file whose path holds a comma,
+/// is split at the comma when the step is read: the item the model said answers (here the
+/// one Burrow opened, decided on with "Yes") is dropped from the sources and flagged unseen.
+#[test]
+fn a_text_protocol_citation_with_a_comma_is_split() {
+    let p = Protocol::Text;
+    let path = "docs/faq,en.md";
+    let mut tools = ToolRegistry::new();
+    tools
+        .register(Fixed(
+            "1. [doc] docs/faq,en.md:1  (repo acme/app)",
+            vec![Locator::file("acme/app", path, Some(1))],
+        ))
+        .unwrap();
+    tools.register(Read).unwrap();
+    let cite = format!("acme/app:{path}:1");
+    let yes = format!("Does {cite} answer the task? Yes, it does.");
+    let answer = p.write_final(&yes, &[&cite], "It is in the FAQ.");
+    let model = FakeModel::new([FakeTurn::text(&answer)]);
+    let agent = unchecked_agent(&model, &tools, p);
+    let (outcome, _) = run(&agent, "Where is the FAQ?");
+    let g = Grammar::Lark(model.requests()[0].grammar.clone().unwrap());
+    assert!(g.accepts(&answer).unwrap(), "the grammar offers it");
+    let last = outcome.steps.last().unwrap();
+    assert_eq!(
+        (last.citations.clone(), last.unseen.clone()),
+        (vec![Locator::file("acme/app", path, Some(1))], vec![])
+    );
+}
+
+/// `without_guidance` changes what the model wrote of its own: Python code with a slice
+/// `data[cut: cut + n]` loses the slice (taken for Burrow's cut mark, any `[cut: ` up to the
+/// next `]`), and an answer that copies the note without its full stop and goes on loses all
+/// that follows it (the answer becomes the bare citation).
+#[test]
+fn without_guidance_alters_an_answer_of_its_own() {
+    let cases = [
+        (
+            "Take the window with `rows = data[cut: cut + n]`.",
+            "Take the window with `rows = data[cut: cut + n]`.",
+        ),
+        (
+            "If this answers the task, give the final answer now and cite acme/app#918 - the \
+             wallet crashes on close during a rescan",
+            "the wallet crashes on close during a rescan",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, kept) in cases {
+        let outcome = answering(true, &["acme/app#918"], text);
+        let answer = outcome.final_answer.unwrap_or_default();
+        if !answer.contains(kept) {
+            wrong.push(format!("{text:?} -> {answer:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
