@@ -107,6 +107,52 @@ pub fn stored_name(model: &str) -> String {
 
 /// Vectors are kept by their text's hash; each table only ever holds one model's (see
 /// `choose_target`).
+/// Gives each unit of repository `repo_id` that has no vector the one its text has already
+/// (the same text indexed before, in this unit's place or another's), without the model. An
+/// item imported again, or a file indexed again, is new units: the whole of a backup's issues
+/// lost their vectors at each import, and search by meaning found none of them until `burrow
+/// workspace embed` ran. How many units got one.
+pub(crate) fn keep_vectors(tx: &Connection, repo_id: i64) -> Result<usize, WorkspaceError> {
+    let any: bool = tx
+        .query_row("SELECT EXISTS (SELECT 1 FROM vectors)", [], |r| r.get(0))
+        .map_err(db_err("looking up vectors"))?;
+    if !any {
+        return Ok(0);
+    }
+    let units: Vec<(i64, Vec<u8>)> = {
+        let mut st = tx
+            .prepare_cached(&format!(
+                "SELECT d.id, d.title, d.body FROM docs d
+                 WHERE d.repo_id = ?1 AND d.role <> {}
+                     AND NOT EXISTS (SELECT 1 FROM doc_vectors v WHERE v.doc_id = d.id)",
+                Role::Changes.to_db()
+            ))
+            .map_err(db_err("finding units without a vector"))?;
+        let rows = st
+            .query_map([repo_id], |r| {
+                let title: String = r.get(1)?;
+                let body: String = r.get(2)?;
+                Ok((r.get(0)?, text_hash(&embed_text(&title, &body))))
+            })
+            .map_err(db_err("finding units without a vector"))?;
+        rows.collect::<Result<_, _>>()
+            .map_err(db_err("finding units without a vector"))?
+    };
+    let mut put = tx
+        .prepare_cached(
+            "INSERT OR IGNORE INTO doc_vectors (doc_id, hash)
+             SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM vectors WHERE hash = ?2)",
+        )
+        .map_err(db_err("keeping vectors"))?;
+    let mut kept = 0;
+    for (id, hash) in units {
+        kept += put
+            .execute(params![id, hash])
+            .map_err(db_err("keeping vectors"))?;
+    }
+    Ok(kept)
+}
+
 fn text_hash(text: &str) -> Vec<u8> {
     Sha256::digest(text.as_bytes())[..16].to_vec()
 }

@@ -146,6 +146,7 @@ pub(super) fn write_import(
         ));
     }
     super::links::relink(&tx, repo.id, repo.remote.as_deref())?;
+    crate::workspace::vectors::keep_vectors(&tx, repo.id)?;
     exec(
         &tx,
         "UPDATE repos SET indexed_at = ?1 WHERE id = ?2",

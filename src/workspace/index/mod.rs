@@ -279,11 +279,15 @@ fn index_local(
             total: refs.len() as u64,
         });
     }
-    conn.execute(
+    let tx = begin_write(conn, &repo.name, on_event)?;
+    crate::workspace::vectors::keep_vectors(&tx, repo.id)?;
+    exec(
+        &tx,
         "UPDATE repos SET indexed_at = ?1 WHERE id = ?2",
         params![now(), repo.id],
     )
     .map_err(db_err("saving the index time"))?;
+    tx.commit().map_err(db_err("saving the index time"))?;
     Ok(report)
 }
 
