@@ -621,3 +621,379 @@ fn streamed_tool_calls_survive_a_stream_without_done() {
         "the call was lost: {c:?}"
     );
 }
+
+// ---- Streams as servers write them, from scripted raw HTTP servers (found in review) ----
+
+type Reply = Box<dyn Fn(&mut std::net::TcpStream) + Send + Sync>;
+
+/// A server that lists one model, answers 404 elsewhere on GET, and answers the n-th POST
+/// with `replies[n]` (the last one again past the end), written byte for byte, then closes.
+fn scripted_bytes(replies: Vec<Reply>) -> String {
+    scripted_full(
+        r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#,
+        replies,
+    )
+    .0
+}
+
+/// As `scripted_bytes`, with `/v1/models` answering `models`; also the POST bodies.
+fn scripted_full(
+    models: &'static str,
+    replies: Vec<Reply>,
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{Read, Write};
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = bodies.clone();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let replies = std::sync::Arc::new(replies);
+    let posts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut s) = conn else { continue };
+            let replies = replies.clone();
+            let posts = posts.clone();
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let _ = s.set_nodelay(true);
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if s.read(&mut byte).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_string();
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                let mut body = vec![0u8; len];
+                let _ = s.read_exact(&mut body);
+                if head.starts_with("POST ") {
+                    seen.lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&body).to_string());
+                }
+                if head.starts_with("GET /v1/models") {
+                    let b = models;
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+                        b.len()
+                    );
+                } else if head.starts_with("GET ") {
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    );
+                } else {
+                    let n = posts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    replies[n.min(replies.len() - 1)](&mut s);
+                }
+                let _ = s.flush();
+            });
+        }
+    });
+    (url, bodies)
+}
+
+fn write_bytes(s: &mut std::net::TcpStream, bytes: &[u8]) {
+    use std::io::Write;
+    let _ = s.write_all(bytes);
+    let _ = s.flush();
+}
+
+const SSE_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n";
+
+/// Every event of a generation until its end, or what came when `secs` ran out.
+fn events_of(
+    model: &RemoteModel,
+    request: GenerateRequest,
+    secs: u64,
+) -> Result<(String, Result<StopReason, LlmError>), String> {
+    let mut g = model.generate(request).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        while let Some(ev) = g.blocking_next() {
+            match ev {
+                GenerationEvent::Token(t) => text.push_str(&t),
+                GenerationEvent::Usage(_) => {}
+                GenerationEvent::Done(s) => {
+                    let _ = tx.send((text, Ok(s)));
+                    return;
+                }
+                GenerationEvent::Error(e) => {
+                    let _ = tx.send((text, Err(e)));
+                    return;
+                }
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(secs))
+        .map_err(|_| format!("no end within {secs} s: the run hangs"))
+}
+
+fn delta_chunk(text: &str) -> String {
+    json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+        .to_string()
+}
+
+fn finish_chunk(reason: &str) -> String {
+    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}).to_string()
+}
+
+/// Valid SSE variations are read: CRLF line ends, comments, `event:`/`id:` fields, a
+/// payload over two `data:` lines, `data:` without a space, every byte its own write (a
+/// UTF-8 character split), and no newline after `[DONE]`.
+#[test]
+fn sse_variations_are_read_as_one_reply() {
+    let stream = format!(
+        ": keep-alive\r\n\r\nevent: message\r\nid: 1\r\ndata: {}\r\n\r\ndata:{}\r\n\r\ndata: {{\"choices\": [{{\"index\": 0,\r\ndata: \"delta\": {{\"content\": \"日本\"}}, \"finish_reason\": \"stop\"}}]}}\r\n\r\ndata: [DONE]",
+        delta_chunk("Hé"),
+        delta_chunk("llo "),
+    );
+    let url = scripted_bytes(vec![Box::new(move |s| {
+        write_bytes(s, SSE_HEAD);
+        for b in stream.as_bytes() {
+            write_bytes(s, &[*b]);
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    })]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    let (text, end) = events_of(&m, chat("hi"), 20).unwrap();
+    assert_eq!(text, "Héllo 日本");
+    assert!(matches!(end, Ok(StopReason::EndOfTurn)), "{end:?}");
+}
+
+/// Ollama (issue ollama/ollama#15457, still so for models without a registered parser,
+/// #15497) streams every tool call whole with `index: 0`, each with its own id: two calls in
+/// one reply must stay two calls, not one with names and arguments run together.
+#[test]
+fn tool_calls_that_all_say_index_0_stay_separate() {
+    let call = |id: &str, path: &str| {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id,
+            "type": "function", "function": {"name": "read_file",
+            "arguments": json!({"path": path}).to_string()}}]}, "finish_reason": null}]})
+        .to_string()
+    };
+    let (a, b) = (call("call_a", "a.rs"), call("call_b", "b.rs"));
+    let url = scripted_bytes(vec![Box::new(move |s| {
+        write_bytes(s, SSE_HEAD);
+        for e in [&a, &b, &finish_chunk("tool_calls"), &"[DONE]".to_string()] {
+            write_bytes(s, format!("data: {e}\n\n").as_bytes());
+        }
+    })]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    let (text, end) = events_of(&m, chat("read a.rs and b.rs"), 20).unwrap();
+    assert!(end.is_ok(), "{end:?}");
+    assert!(
+        !text.contains("read_fileread_file"),
+        "two calls run together: {text}"
+    );
+    assert_eq!(text.matches("<tool_call>").count(), 2, "{text}");
+}
+
+/// A stream cut in the middle of a tool call (nothing shown yet, so retried) and then
+/// answered whole: the reply is the second attempt's call alone, not both attempts' deltas
+/// appended into one call.
+#[test]
+fn a_tool_call_cut_and_retried_is_not_doubled() {
+    let first = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+        "id": "call_1", "type": "function", "function": {"name": "get_weather",
+        "arguments": "{\"city\": \"Par"}}]}, "finish_reason": null}]})
+    .to_string();
+    let whole = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+        "id": "call_2", "type": "function", "function": {"name": "get_weather",
+        "arguments": "{\"city\": \"Paris\"}"}}]}, "finish_reason": null}]})
+    .to_string();
+    let url = scripted_bytes(vec![
+        Box::new(move |s| {
+            write_bytes(s, SSE_HEAD);
+            write_bytes(s, format!("data: {first}\n\n").as_bytes());
+        }),
+        Box::new(move |s| {
+            write_bytes(s, SSE_HEAD);
+            for e in [&whole, &finish_chunk("tool_calls"), &"[DONE]".to_string()] {
+                write_bytes(s, format!("data: {e}\n\n").as_bytes());
+            }
+        }),
+    ]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    let (text, end) = events_of(&m, chat("weather in Paris?"), 20).unwrap();
+    assert!(end.is_ok(), "{end:?}");
+    let call = text
+        .strip_prefix("<tool_call>\n")
+        .and_then(|t| t.strip_suffix("\n</tool_call>"))
+        .unwrap_or_default();
+    let call: Value = serde_json::from_str(call).unwrap_or_default();
+    assert_eq!(
+        call,
+        json!({"name": "get_weather", "arguments": {"city": "Paris"}}),
+        "{text}"
+    );
+}
+
+/// llama-server before its HTTP rewrite streamed a failure as an `error:` event, then
+/// `data: [DONE]` (server.cpp: `server_sent_event(sink, "error", error_data)`): the reply is
+/// an error with the server's message, not a whole-looking answer.
+#[test]
+fn an_error_event_field_is_not_a_complete_reply() {
+    let url = scripted_bytes(vec![Box::new(move |s| {
+        write_bytes(s, SSE_HEAD);
+        write_bytes(s, format!("data: {}\n\n", delta_chunk("Hello")).as_bytes());
+        write_bytes(
+            s,
+            b"error: {\"code\":500,\"message\":\"failed to decode the batch\",\"type\":\"server_error\"}\n\n",
+        );
+        write_bytes(s, b"data: [DONE]\n\n");
+    })]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    let (text, end) = events_of(&m, chat("hi"), 20).unwrap();
+    match end {
+        Err(e) => assert!(e.to_string().contains("failed to decode"), "{e}"),
+        Ok(s) => panic!("ended {s:?} after {text:?}: the server's error was dropped"),
+    }
+}
+
+/// An error status whose body never comes (a proxy that sent its headers and stalled): the
+/// idle timeout ends it, as it ends a silent stream.
+#[test]
+fn an_error_status_with_a_stalled_body_does_not_hang() {
+    let url = scripted_bytes(vec![Box::new(move |s| {
+        write_bytes(
+            s,
+            b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: 500\r\n\r\n<html>",
+        );
+        std::thread::sleep(Duration::from_secs(120));
+    })]);
+    let mut o = RemoteOptions::new(&url);
+    o.idle_timeout = Duration::from_millis(300);
+    let m = RemoteModel::connect(o).unwrap();
+    let (_, end) = events_of(&m, chat("hi"), 15).unwrap();
+    assert!(end.is_err(), "{end:?}");
+}
+
+/// `finish_reason: "length"` under `max_tokens` from a server that sends no usage, its
+/// tokens two to a delta: the step was cut by the token limit, not by a full context (which
+/// makes the agent summarize its history and start the step over).
+#[test]
+fn length_without_usage_is_the_token_limit() {
+    let url = scripted_bytes(vec![Box::new(move |s| {
+        write_bytes(s, SSE_HEAD);
+        for e in [
+            delta_chunk("Hello wor"),
+            delta_chunk("ld again"),
+            finish_chunk("length"),
+        ] {
+            write_bytes(s, format!("data: {e}\n\n").as_bytes());
+        }
+        write_bytes(s, b"data: [DONE]\n\n");
+    })]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    let (_, end) = events_of(&m, chat("hi").max_tokens(4), 20).unwrap();
+    assert!(matches!(end, Ok(StopReason::MaxTokens)), "{end:?}");
+}
+
+/// An event whose data is empty (`data:` alone, a heartbeat) dispatches nothing under the
+/// SSE standard (WHATWG HTML 9.2.6: "If the data buffer is an empty string ... return").
+#[test]
+fn an_empty_data_heartbeat_is_no_event() {
+    let url = scripted_bytes(vec![Box::new(move |s| {
+        write_bytes(s, SSE_HEAD);
+        write_bytes(s, format!("data: {}\n\n", delta_chunk("Hello")).as_bytes());
+        write_bytes(s, b"data:\n\n");
+        write_bytes(s, format!("data: {}\n\n", finish_chunk("stop")).as_bytes());
+        write_bytes(s, b"data: [DONE]\n\n");
+    })]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    let (text, end) = events_of(&m, chat("hi"), 20).unwrap();
+    assert!(end.is_ok(), "{end:?}");
+    assert_eq!(text, "Hello");
+}
+
+/// Lines ended by a lone CR are valid SSE (WHATWG: end-of-line = CRLF / LF / CR).
+#[test]
+fn cr_line_ends_are_read() {
+    let url = scripted_bytes(vec![Box::new(move |s| {
+        write_bytes(s, SSE_HEAD);
+        for e in [
+            delta_chunk("Hello"),
+            finish_chunk("stop"),
+            "[DONE]".to_string(),
+        ] {
+            write_bytes(s, format!("data: {e}\r\r").as_bytes());
+        }
+    })]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    let (text, end) = events_of(&m, chat("hi"), 20).unwrap();
+    assert!(end.is_ok(), "{end:?}");
+    assert_eq!(text, "Hello");
+}
+
+/// vLLM reads the repetition penalty as `repetition_penalty` (its ChatCompletionRequest; an
+/// unknown `repeat_penalty` is ignored with a warning): the agent's penalty must reach it.
+#[test]
+fn vllm_gets_the_repetition_penalty_under_its_own_name() {
+    let (url, bodies) = scripted_full(
+        r#"{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":8192}]}"#,
+        vec![Box::new(move |s| {
+            write_bytes(s, SSE_HEAD);
+            write_bytes(
+                s,
+                format!("data: {}\n\ndata: [DONE]\n\n", finish_chunk("stop")).as_bytes(),
+            );
+        })],
+    );
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    assert_eq!(m.info().kind, ServerKind::Vllm);
+    let mut sampling = SamplingParams::greedy();
+    sampling.repeat_penalty = 1.15;
+    let (_, end) = events_of(&m, chat("hi").sampling(sampling), 20).unwrap();
+    assert!(end.is_ok(), "{end:?}");
+    let body: Value = serde_json::from_str(&bodies.lock().unwrap()[0]).unwrap();
+    let p = body.get("repetition_penalty").and_then(Value::as_f64);
+    assert!(
+        p.is_some_and(|p| (p - 1.15).abs() < 1e-3),
+        "vLLM gets no repetition_penalty: {body}"
+    );
+}
+
+/// Stop works while a server that accepted the request stays silent, and while an
+/// error status's body stalls.
+#[test]
+fn stop_ends_a_request_the_server_never_answers() {
+    let url = scripted_bytes(vec![
+        Box::new(|_s| std::thread::sleep(Duration::from_secs(120))),
+        Box::new(|s| {
+            write_bytes(
+                s,
+                b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 500\r\n\r\n<html>",
+            );
+            std::thread::sleep(Duration::from_secs(120));
+        }),
+    ]);
+    let m = RemoteModel::connect(RemoteOptions::new(&url)).unwrap();
+    for _ in 0..2 {
+        let mut g = m.generate(chat("hi")).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let t = Instant::now();
+        g.cancel();
+        let mut last = None;
+        while let Some(ev) = g.blocking_next() {
+            last = Some(ev);
+        }
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(
+            matches!(last, Some(GenerationEvent::Done(StopReason::Cancelled))),
+            "{last:?}"
+        );
+    }
+}

@@ -475,7 +475,14 @@ impl RemoteModel {
             // Both read these beyond OpenAI's fields; others would refuse or ignore them.
             body["top_k"] = json!(s.top_k);
             body["min_p"] = json!(s.min_p);
-            body["repeat_penalty"] = json!(s.repeat_penalty);
+            // vLLM's name for it: it ignored `repeat_penalty` with a warning, and the agent's
+            // steps ran without their penalty there.
+            let penalty = if llama {
+                "repeat_penalty"
+            } else {
+                "repetition_penalty"
+            };
+            body[penalty] = json!(s.repeat_penalty);
         }
         if llama {
             body["repeat_last_n"] = json!(s.repeat_last_n);
@@ -790,39 +797,53 @@ async fn probe(server: &Server, options: &RemoteOptions) -> Result<RemoteInfo, L
 #[derive(Default)]
 struct SseReader {
     buf: Vec<u8>,
+    /// The last byte was a CR, read as a line's end: an LF now is the same end.
+    after_cr: bool,
+}
+
+/// An event of a stream: its data, or an error the server sent in a field of its own.
+#[derive(Debug, PartialEq)]
+enum SseEvent {
+    Data(String),
+    /// `error: …`, how llama-server before its HTTP rewrite sent a failure mid-stream (then
+    /// `[DONE]`): dropped, the reply looked complete.
+    Error(String),
 }
 
 impl SseReader {
-    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buf.extend_from_slice(bytes);
+    fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        // Lines may end in CR LF, LF or CR alone (the SSE standard's three): all read as LF.
+        for &b in bytes {
+            let after_cr = std::mem::replace(&mut self.after_cr, b == b'\r');
+            match b {
+                b'\n' if after_cr => {}
+                b'\r' => self.buf.push(b'\n'),
+                _ => self.buf.push(b),
+            }
+        }
         let mut events = Vec::new();
-        loop {
-            let end = find_event_end(&self.buf);
-            let Some((at, sep)) = end else { break };
-            let raw: Vec<u8> = self.buf.drain(..at + sep).collect();
+        while let Some(at) = self.buf.windows(2).position(|w| w == b"\n\n") {
+            let raw: Vec<u8> = self.buf.drain(..at + 2).collect();
             let text = String::from_utf8_lossy(&raw[..at]);
-            let data: Vec<&str> = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| d.strip_prefix(' ').unwrap_or(d))
-                .collect();
+            let field = |name: &str| -> Vec<String> {
+                text.split('\n')
+                    .filter_map(|l| l.strip_prefix(name))
+                    .map(|d| d.strip_prefix(' ').unwrap_or(d).to_string())
+                    .collect()
+            };
+            let error = field("error:");
+            if !error.is_empty() {
+                events.push(SseEvent::Error(error.join("\n")));
+                continue;
+            }
+            // An empty data buffer dispatches nothing (a heartbeat `data:` failed as a
+            // malformed event).
+            let data = field("data:").join("\n");
             if !data.is_empty() {
-                events.push(data.join("\n"));
+                events.push(SseEvent::Data(data));
             }
         }
         events
-    }
-}
-
-fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
     }
 }
 
@@ -837,6 +858,9 @@ struct Progress {
     timings: Option<Value>,
     /// Native tool calls, assembled from their deltas: (name, arguments text).
     tool_calls: Vec<(String, String)>,
+    /// For each delta index, the call it goes on now and that call's id: a new id at an index
+    /// is a new call (Ollama sends every call whole at index 0, and two merged into one).
+    call_slots: std::collections::HashMap<usize, (usize, Option<String>)>,
     /// `/completion`: the reply's ids, grouped with the text each group spells (ids whose
     /// text the server held back join the next piece it sends).
     groups: Vec<(Vec<i64>, String)>,
@@ -903,6 +927,14 @@ impl Inner {
             progress.groups.clear();
             progress.held.clear();
             progress.ids_broken = false;
+            // Nor does it keep a failed attempt's tool calls, passed on only at the end: the
+            // retry's pieces were appended to them (`get_weatherget_weather`).
+            progress.tool_calls.clear();
+            progress.call_slots.clear();
+            if progress.pieces == 0 {
+                progress.first_token = None;
+                progress.finish = None;
+            }
             let step = async {
                 if let (Some(native), None) = (&native, &sent) {
                     let ids = self.prompt_ids(native).await.map_err(StreamEnd::Failed)?;
@@ -961,9 +993,13 @@ impl Inner {
         }
         match outcome {
             Ok(()) => {
+                // Without usage the count is of deltas, which may hold several tokens each:
+                // then the request's own limit is taken for the cause (a full context made
+                // the agent summarize its history and start the step again).
+                let counted = progress.usage.is_some() || progress.timings.is_some();
                 let stop = match progress.finish.as_deref() {
                     Some("length") => {
-                        if max_tokens.is_some_and(|n| usage.generated_tokens >= n) {
+                        if max_tokens.is_some_and(|n| !counted || usage.generated_tokens >= n) {
                             StopReason::MaxTokens
                         } else {
                             StopReason::ContextFull
@@ -1008,7 +1044,13 @@ impl Inner {
         };
         let status = resp.status();
         if !status.is_success() {
-            let text = resp.text().await.unwrap_or_default();
+            // Bounded as the stream's chunks are: a proxy that sent a 5xx head and stalled
+            // held the run until Stop.
+            let text = tokio::select! {
+                t = resp.text() => t.unwrap_or_default(),
+                _ = cancelled(sink) => return Err(StreamEnd::Cancelled),
+                _ = tokio::time::sleep(self.idle_timeout) => String::new(),
+            };
             let e = status_err(root, status, &text);
             if status == reqwest::StatusCode::BAD_REQUEST && text.contains(LLGUIDANCE_OFF) {
                 return Err(StreamEnd::NoLlguidance(e));
@@ -1039,7 +1081,26 @@ impl Inner {
                     true,
                 )));
             };
-            for data in sse.push(&chunk) {
+            for event in sse.push(&chunk) {
+                let data = match event {
+                    SseEvent::Data(data) => data,
+                    SseEvent::Error(e) => {
+                        let message = serde_json::from_str::<Value>(&e)
+                            .ok()
+                            .and_then(|v| {
+                                v.get("message")
+                                    .or_else(|| v.pointer("/error/message"))
+                                    .and_then(Value::as_str)
+                                    .map(str::to_string)
+                            })
+                            .unwrap_or(e);
+                        return Err(StreamEnd::Failed(remote_err(
+                            root,
+                            format!("the server failed mid-stream: {message}"),
+                            progress.pieces == 0,
+                        )));
+                    }
+                };
                 if data.trim() == "[DONE]" {
                     self.flush_tool_calls(sink, progress);
                     return Ok(());
@@ -1108,10 +1169,22 @@ impl Inner {
             progress.first_token.get_or_insert_with(Instant::now);
             for call in calls {
                 let index = call.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
-                while progress.tool_calls.len() <= index {
-                    progress.tool_calls.push((String::new(), String::new()));
-                }
-                let slot = &mut progress.tool_calls[index];
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|i| !i.is_empty());
+                let at = match progress.call_slots.get(&index) {
+                    Some((at, known)) if id.is_none() || known.as_deref() == id => *at,
+                    _ => {
+                        progress.tool_calls.push((String::new(), String::new()));
+                        let at = progress.tool_calls.len() - 1;
+                        progress
+                            .call_slots
+                            .insert(index, (at, id.map(str::to_string)));
+                        at
+                    }
+                };
+                let slot = &mut progress.tool_calls[at];
                 if let Some(n) = call.pointer("/function/name").and_then(Value::as_str) {
                     slot.0.push_str(n);
                 }
@@ -1453,12 +1526,21 @@ mod tests {
     fn events_split_across_chunks_are_read_whole() {
         let mut r = SseReader::default();
         assert!(r.push(b"data: {\"a\"").is_empty());
+        let data = |d: &[&str]| -> Vec<SseEvent> {
+            d.iter().map(|s| SseEvent::Data(s.to_string())).collect()
+        };
         assert_eq!(
             r.push(b":1}\n\ndata: [DONE]\r\n\r\n"),
-            vec!["{\"a\":1}", "[DONE]"]
+            data(&["{\"a\":1}", "[DONE]"])
         );
         // Comments and other fields are not data.
-        assert_eq!(r.push(b": keep-alive\n\nevent: x\ndata: y\n\n"), vec!["y"]);
+        assert_eq!(
+            r.push(b": keep-alive\n\nevent: x\ndata: y\n\n"),
+            data(&["y"])
+        );
+        // A CR LF split between two reads is one line end.
+        assert!(r.push(b"data: z\r").is_empty());
+        assert_eq!(r.push(b"\n\r\n"), data(&["z"]));
     }
 
     #[test]
