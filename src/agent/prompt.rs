@@ -226,10 +226,13 @@ fn signature(view: &ToolView) -> String {
             format!("{}{optional}: {}", a.name, a.kind)
         })
         .collect();
+    // The first sentence, or line: a docstring-style description ("Reads a file.\n\nArgs: …")
+    // came in whole, its lines at the start of the prompt's own.
     let description = view.description.trim();
-    let first = match description.find(". ") {
-        Some(end) => &description[..=end],
-        None => description,
+    let line = description.lines().next().unwrap_or_default().trim();
+    let first = match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
     };
     // `;` between arguments: an enum's values are already separated by commas.
     format!("{}({}): {first}", view.name, arguments.join("; "))

@@ -21,6 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{ToolError, ToolOutput, ToolRegistry, ToolSpec};
 
+/// Between a server's name and its tool's in the name an MCP tool has here (`git__git_log`);
+/// no tool of Burrow's own has it in its name.
+pub const SEPARATOR: &str = "__";
+
 /// One MCP server, as `settings.json` names it under `mcp_servers`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpServerConfig {
@@ -436,7 +440,7 @@ fn output(server: &str, tool: &str, result: CallToolResult) -> Result<ToolOutput
 pub fn register(registry: &mut ToolRegistry, server: Arc<McpServer>) -> Vec<String> {
     let mut left_out = Vec::new();
     for tool in server.tools() {
-        let name = format!("{}__{}", server.name(), tool.name);
+        let name = format!("{}{SEPARATOR}{}", server.name(), tool.name);
         if !tool
             .name
             .chars()

@@ -297,6 +297,79 @@ pub enum RegistryError {
         #[source]
         source: GrammarError,
     },
+    #[error("tool {name:?}: its parameters cannot become a grammar: {why}")]
+    Unusable { name: String, why: String },
+}
+
+/// How deep references into a schema's own definitions are written out.
+const MAX_REF_DEPTH: usize = 16;
+
+/// A tool's parameter schema as the step grammars hold it: references into its own `$defs`
+/// (or `definitions`) written out where they are, since a step's grammar nests the schema,
+/// where `#/$defs/…` points at nothing (a pydantic or zod schema of one MCP tool stopped
+/// every step of every run); and the arguments an object where the schema says no type (`{}`,
+/// which let the model write a string the tool refused).
+pub fn grammar_ready(schema: &serde_json::Value) -> Result<serde_json::Value, String> {
+    use serde_json::Value;
+    let defs: serde_json::Map<String, Value> = ["$defs", "definitions"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_object))
+        .flat_map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    fn resolve(
+        v: &Value,
+        defs: &serde_json::Map<String, Value>,
+        depth: usize,
+    ) -> Result<Value, String> {
+        match v {
+            Value::Object(o) => {
+                let mut out = serde_json::Map::new();
+                if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                    let name = r
+                        .strip_prefix("#/$defs/")
+                        .or_else(|| r.strip_prefix("#/definitions/"))
+                        .ok_or_else(|| format!("it refers to {r:?}, outside its definitions"))?;
+                    let def = defs
+                        .get(name)
+                        .ok_or_else(|| format!("it refers to {r:?}, which it does not define"))?;
+                    if depth >= MAX_REF_DEPTH {
+                        return Err(format!(
+                            "its definitions refer to themselves ({r:?}), which a grammar cannot \
+                             write out"
+                        ));
+                    }
+                    if let Value::Object(d) = resolve(def, defs, depth + 1)? {
+                        out = d;
+                    }
+                }
+                for (k, x) in o {
+                    if matches!(k.as_str(), "$ref" | "$defs" | "definitions") {
+                        continue;
+                    }
+                    out.insert(k.clone(), resolve(x, defs, depth)?);
+                }
+                Ok(Value::Object(out))
+            }
+            Value::Array(a) => a
+                .iter()
+                .map(|x| resolve(x, defs, depth))
+                .collect::<Result<_, _>>()
+                .map(Value::Array),
+            other => Ok(other.clone()),
+        }
+    }
+    let mut out = resolve(schema, &defs, 0)?;
+    let Value::Object(o) = &mut out else {
+        return Err("it is not a JSON schema object".into());
+    };
+    match o.get("type") {
+        None => {
+            o.insert("type".into(), Value::String("object".into()));
+        }
+        Some(t) if t == "object" => {}
+        Some(t) => return Err(format!("its arguments must be an object, not {t}")),
+    }
+    Ok(out)
 }
 
 /// The tools the agent can use, in registration order.
@@ -323,10 +396,10 @@ impl ToolRegistry {
     /// Adds a tool. Its parameter schema must compile to a grammar: steps are decoded under one,
     /// and a schema that cannot be enforced is better found now than in the middle of a run.
     pub fn register<T: Tool>(&mut self, tool: T) -> Result<(), RegistryError> {
-        let spec = ToolSpec {
+        let spec = ready(ToolSpec {
             opens: T::OPENS,
             ..spec_for::<T::Input>(T::NAME)
-        };
+        })?;
         self.add(Arc::new(Typed { tool, spec }))
     }
 
@@ -337,6 +410,7 @@ impl ToolRegistry {
         spec: ToolSpec,
         call: DynamicCall,
     ) -> Result<(), RegistryError> {
+        let spec = ready(spec)?;
         self.add(Arc::new(Dynamic { spec, call }))?;
         self.dynamic += 1;
         Ok(())
@@ -389,6 +463,15 @@ impl ToolRegistry {
             ))),
         }
     }
+}
+
+/// `spec` with its parameters as grammars take them (`grammar_ready`).
+fn ready(mut spec: ToolSpec) -> Result<ToolSpec, RegistryError> {
+    spec.parameters = grammar_ready(&spec.parameters).map_err(|why| RegistryError::Unusable {
+        name: spec.name.clone(),
+        why,
+    })?;
+    Ok(spec)
 }
 
 /// Every tool the agent has: the workspace's, and `calculate`.

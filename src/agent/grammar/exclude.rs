@@ -26,6 +26,15 @@ pub(super) fn excluding(parameters: &Value, made: &[&Map<String, Value>]) -> Opt
         .cloned()
         .or_else(|| props.and_then(|p| p.keys().next().cloned()))
     else {
+        // An open map of arguments (no properties, any other key): calls differ by their
+        // keys, which a schema cannot say; the loop guard refuses a repeat instead (it was
+        // taken for a tool of no arguments, never offered again after one call).
+        if parameters
+            .get("additionalProperties")
+            .is_some_and(|a| a != &Value::Bool(false))
+        {
+            return Some(parameters.clone());
+        }
         // No argument at all: every call is the same call.
         return None;
     };
@@ -134,6 +143,11 @@ fn other_values(schema: &Value, used: &[Value]) -> Option<Vec<Value>> {
         Some(Value::Array(a)) => a.iter().any(|x| x == t),
         _ => false,
     };
+    // A string held to a pattern or format of its own: the exclusion's pattern would take its
+    // place (a date `^\d{4}-…$` then took "yesterday"); the loop guard refuses a repeat.
+    if is("string") && (schema.get("pattern").is_some() || schema.get("format").is_some()) {
+        return None;
+    }
     if is("string") {
         let strings: Vec<&str> = used.iter().filter_map(Value::as_str).collect();
         let mut s = schema.clone();
@@ -142,29 +156,55 @@ fn other_values(schema: &Value, used: &[Value]) -> Option<Vec<Value>> {
         return Some(vec![s]);
     }
     if is("integer") {
+        // The ranges between the values used, within the schema's own bounds (which they
+        // replaced: a minimum of 10 became 4 after a call with 3), without overflow at the
+        // ends of i64 (a call with i64::MAX panicked the next step).
+        let own_min = schema.get("minimum").and_then(Value::as_i64);
+        let own_max = schema.get("maximum").and_then(Value::as_i64);
         let mut ints: Vec<i64> = used.iter().filter_map(Value::as_i64).collect();
         ints.sort_unstable();
         ints.dedup();
-        let mut out = Vec::new();
-        let mut low: Option<i64> = None;
+        let mut ranges: Vec<(Option<i64>, Option<i64>)> = Vec::new();
+        let mut low: Option<i64> = own_min;
+        let mut open_above = true;
         for n in ints {
-            let mut s = schema.clone();
-            if let Some(l) = low {
-                if l > n - 1 {
-                    low = Some(n + 1);
-                    continue;
-                }
-                s["minimum"] = json!(l);
+            if let Some(below) = n.checked_sub(1) {
+                ranges.push((low, Some(below)));
             }
-            s["maximum"] = json!(n - 1);
-            out.push(s);
-            low = Some(n + 1);
+            match n.checked_add(1) {
+                Some(above) => low = Some(above),
+                None => {
+                    open_above = false;
+                    break;
+                }
+            }
         }
-        let mut s = schema.clone();
-        if let Some(l) = low {
-            s["minimum"] = json!(l);
+        if open_above {
+            ranges.push((low, None));
         }
-        out.push(s);
+        let out = ranges
+            .into_iter()
+            .filter_map(|(lo, hi)| {
+                let lo = lo.max(own_min);
+                let hi = match (hi, own_max) {
+                    (Some(h), Some(m)) => Some(h.min(m)),
+                    (h, m) => h.or(m),
+                };
+                if let (Some(l), Some(h)) = (lo, hi) {
+                    if l > h {
+                        return None;
+                    }
+                }
+                let mut s = schema.clone();
+                if let Some(l) = lo {
+                    s["minimum"] = json!(l);
+                }
+                if let Some(h) = hi {
+                    s["maximum"] = json!(h);
+                }
+                Some(s)
+            })
+            .collect();
         return Some(out);
     }
     if is("boolean") {
@@ -186,8 +226,11 @@ fn other_values(schema: &Value, used: &[Value]) -> Option<Vec<Value>> {
         lengths.sort_unstable();
         lengths.dedup();
         let max = schema.get("maxItems").and_then(Value::as_u64);
+        // Not below the schema's own least length (`files` of git_add takes one at least; an
+        // empty list was offered after one call).
+        let own_min = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
         let mut out = Vec::new();
-        let mut low = 0u64;
+        let mut low = own_min;
         for n in lengths.iter().copied().chain(max.map(|m| m + 1)) {
             if n > low {
                 let mut s = schema.clone();
@@ -195,7 +238,7 @@ fn other_values(schema: &Value, used: &[Value]) -> Option<Vec<Value>> {
                 s["maxItems"] = json!(n - 1);
                 out.push(s);
             }
-            low = n + 1;
+            low = low.max(n + 1);
         }
         if max.is_none() {
             let mut s = schema.clone();

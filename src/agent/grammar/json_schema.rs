@@ -142,6 +142,9 @@ fn args_string(parameters: &Value) -> Value {
     json!({"type": "string", "pattern": format!("^{object}$")})
 }
 
+/// The longest arguments pattern an object writes (see `object_pattern`).
+const MAX_ARGS_PATTERN: usize = 32 * 1024;
+
 /// A regular expression of the JSON a schema allows, written as the grammars write JSON (`", "`
 /// and `": "` between items, properties in the schema's order, objects closed). `None` for
 /// what it does not follow (references, maps, numeric ranges...), where the caller falls back.
@@ -245,6 +248,14 @@ fn object_pattern(o: &serde_json::Map<String, Value>) -> Option<String> {
             );
             properties.push((member, required.contains(&name.as_str())));
         }
+    }
+    // The pattern writes each member about once per optional member before it: past a
+    // bound, the arguments are held to any object instead (three levels of eight optional
+    // properties made a 4 MB pattern llguidance refused, and every step failed).
+    let members: usize = properties.iter().map(|(m, _)| m.len()).sum();
+    let optional = properties.iter().filter(|(_, r)| !r).count();
+    if members.saturating_mul(optional + 1) > MAX_ARGS_PATTERN {
+        return None;
     }
     fn rest(properties: &[(String, bool)], first: bool) -> String {
         let Some(((member, required), tail)) = properties.split_first() else {

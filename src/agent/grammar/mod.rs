@@ -192,7 +192,9 @@ fn opening_only(tools: &[ToolSpec], openable: &[Locator], made: &[Action]) -> Ve
     }
 }
 
-/// The tools with a `repo` argument held to the workspace's repositories.
+/// Burrow's tools with a `repo` argument held to the workspace's repositories. Not an MCP
+/// server's (named `server__tool`): GitHub's takes `repo` beside `owner`, for repositories
+/// the workspace need not hold, and every such call was refused.
 fn in_repos(tools: &[ToolSpec], repos: &[String]) -> Vec<ToolSpec> {
     if repos.is_empty() {
         return tools.to_vec();
@@ -201,6 +203,9 @@ fn in_repos(tools: &[ToolSpec], repos: &[String]) -> Vec<ToolSpec> {
         .iter()
         .map(|t| {
             let mut t = t.clone();
+            if t.name.contains(crate::tools::mcp::SEPARATOR) {
+                return t;
+            }
             if let Some(repo) = t.parameters.pointer_mut("/properties/repo") {
                 *repo = json!({ "enum": repos });
             }
@@ -300,12 +305,18 @@ fn bounded(parameters: &Value) -> Value {
     fn walk(v: &mut Value) {
         match v {
             Value::Object(o) => {
+                // Never below what the schema asks for at least: the step was unsatisfiable.
+                let at_least = |o: &serde_json::Map<String, Value>, k: &str| {
+                    o.get(k).and_then(Value::as_u64).unwrap_or(0)
+                };
                 if has_type(o, "string") && !o.contains_key("maxLength") && !o.contains_key("enum")
                 {
-                    o.insert("maxLength".into(), json!(ARGUMENT_CHARS));
+                    let max = ARGUMENT_CHARS.max(at_least(o, "minLength"));
+                    o.insert("maxLength".into(), json!(max));
                 }
                 if has_type(o, "array") && !o.contains_key("maxItems") {
-                    o.insert("maxItems".into(), json!(ARGUMENT_ITEMS));
+                    let max = ARGUMENT_ITEMS.max(at_least(o, "minItems"));
+                    o.insert("maxItems".into(), json!(max));
                 }
                 o.values_mut().for_each(walk);
             }

@@ -581,3 +581,405 @@ fn a_final_answer_is_kept_to_the_room_left_in_the_window() {
         );
     }
 }
+
+/// Tools whose schemas come from an MCP server, as `tools::mcp::register` adds them (defects
+/// found in review).
+mod mcp_schemas {
+    use super::*;
+    use crate::agent::protocol::Action;
+    use crate::tools::{ToolOutput, ToolRegistry};
+
+    fn mcp(name: &str, params: Value) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: "A tool from an MCP server.".into(),
+            parameters: params,
+            opens: None,
+        }
+    }
+
+    fn made(tool: &str, args: Value) -> Action {
+        Action {
+            tool: tool.into(),
+            args: args.as_object().unwrap().clone(),
+        }
+    }
+
+    /// A json-action step, written as the grammars write JSON (`", "` and `": "`).
+    fn action(tool: &str, args: &str) -> String {
+        format!(r#"{{"thought": "t", "action": {{"name": "{tool}", "arguments": {args}}}}}"#)
+    }
+
+    /// A pydantic model nested in a tool's input (FastMCP, `model_json_schema`) or
+    /// zod-to-json-schema output: `$defs` / `definitions` with `$ref`s into them.
+    fn with_defs() -> Value {
+        json!({"type": "object",
+               "$defs": {"Mode": {"type": "string", "enum": ["fast", "slow"]}},
+               "properties": {"mode": {"$ref": "#/$defs/Mode"}},
+               "required": ["mode"]})
+    }
+
+    /// The registry takes the tool (nothing is said), but the step grammar embeds its schema
+    /// under `tool_args` / `arguments`, where `#/$defs/...` no longer points at anything.
+    #[test]
+    fn a_schema_with_defs_is_registered_but_its_step_grammar_fails() {
+        let mut registry = ToolRegistry::new();
+        let registered = registry.register_dynamic(
+            mcp("srv__set_mode", with_defs()),
+            Box::new(|_| Ok(ToolOutput::new("ok", json!({})))),
+        );
+        assert!(registered.is_ok(), "{registered:?}");
+        let shape = StepShape {
+            allow_final: true,
+            ..Default::default()
+        };
+        let mut broken = Vec::new();
+        for p in PROTOCOLS {
+            let g = step_grammar(p, &registry.specs(), shape).unwrap();
+            if let Err(e) = g.validate() {
+                broken.push(format!(
+                    "{}: {}",
+                    p.as_str(),
+                    e.to_string().lines().next().unwrap_or("")
+                ));
+            }
+        }
+        assert!(
+            broken.is_empty(),
+            "registered, yet no step can be decoded:\n{}",
+            broken.join("\n")
+        );
+    }
+
+    /// End to end: a run in the default protocol with such a tool fails at its first step,
+    /// even though the model would only answer.
+    #[test]
+    fn a_run_with_a_defs_tool_fails_at_its_first_step() {
+        use crate::agent::record::RunStatus;
+        use crate::agent::{Agent, AgentConfig};
+        use crate::llm::engine::CancelToken;
+        use crate::llm::fake::{FakeModel, FakeTurn};
+        let mut registry = ToolRegistry::new();
+        registry
+            .register_dynamic(
+                mcp("srv__set_mode", with_defs()),
+                Box::new(|_| Ok(ToolOutput::new("ok", json!({})))),
+            )
+            .unwrap();
+        let model = FakeModel::new([FakeTurn::text(
+            &json!({"type": "final", "thinking": "done", "citations": [], "final": "done"})
+                .to_string(),
+        )]);
+        let agent = Agent::new(
+            &model,
+            &registry,
+            AgentConfig {
+                protocol: Protocol::JsonTyped,
+                max_steps: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let outcome = agent.run("task", &CancelToken::new(), &mut |_| {});
+        assert_eq!(
+            outcome.status,
+            RunStatus::Succeeded,
+            "error: {:?}",
+            outcome.error
+        );
+    }
+
+    /// GitHub's MCP server (and others) name a repository `repo` (with `owner` beside it);
+    /// `in_repos` rewrites every tool's `repo` property, MCP tools' included, to the
+    /// workspace's repository names.
+    #[test]
+    fn an_mcp_tools_repo_argument_is_held_to_the_workspace_repos() {
+        let gh = mcp(
+            "github__get_issue",
+            json!({"type": "object", "properties": {
+                "owner": {"type": "string"}, "repo": {"type": "string"},
+                "issue_number": {"type": "number"}},
+                "required": ["owner", "repo", "issue_number"]}),
+        );
+        let repos = ["app".to_string(), "acme/app".to_string()];
+        let shape = StepShape {
+            allow_final: true,
+            repos: &repos,
+            ..Default::default()
+        };
+        let valid = action(
+            "github__get_issue",
+            r#"{"owner": "octocat", "repo": "Hello-World", "issue_number": 1}"#,
+        );
+        // Control: without the workspace's names the call is fine.
+        let open = StepShape {
+            repos: &[],
+            ..shape
+        };
+        let g = step_grammar(Protocol::JsonAction, &[gh.clone()], open).unwrap();
+        assert!(g.accepts(&valid).unwrap());
+        let g = step_grammar(Protocol::JsonAction, &[gh], shape).unwrap();
+        assert!(g.accepts(&valid).unwrap(), "a valid GitHub call is refused");
+    }
+
+    /// After one call, the exclusion of repeats replaces the key's own `pattern` and an
+    /// array's `minItems`: the grammar then allows calls the tool refuses.
+    #[test]
+    fn excluding_a_repeat_drops_the_tools_own_constraints() {
+        let shape = StepShape {
+            allow_final: true,
+            ..Default::default()
+        };
+        let day = mcp(
+            "cal__day",
+            json!({"type": "object", "properties": {"date": {"type": "string",
+                "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}}, "required": ["date"]}),
+        );
+        let before = step_grammar(Protocol::JsonAction, &[day.clone()], shape).unwrap();
+        let bad = action("cal__day", r#"{"date": "yesterday"}"#);
+        assert!(!before.accepts(&bad).unwrap());
+        let calls = [made("cal__day", json!({"date": "2024-01-01"}))];
+        let after = step_grammar(
+            Protocol::JsonAction,
+            &[day],
+            StepShape {
+                made: &calls,
+                ..shape
+            },
+        )
+        .unwrap();
+        // mcp-server-git's git_add: `files` has minItems 1.
+        let add = mcp(
+            "git__git_add",
+            json!({"type": "object", "properties": {"repo_path": {"type": "string"},
+                "files": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+                "required": ["repo_path", "files"]}),
+        );
+        let calls2 = [made(
+            "git__git_add",
+            json!({"repo_path": "/r", "files": ["a"]}),
+        )];
+        let after_add = step_grammar(
+            Protocol::JsonAction,
+            &[add],
+            StepShape {
+                made: &calls2,
+                ..shape
+            },
+        )
+        .unwrap();
+        let empty = action("git__git_add", r#"{"repo_path": "/r", "files": []}"#);
+        assert_eq!(
+            (
+                after.accepts(&bad).unwrap(),
+                after_add.accepts(&empty).unwrap()
+            ),
+            (false, false),
+            "(a date that breaks the pattern, an empty `files`) allowed after one call"
+        );
+    }
+
+    /// `bounded` caps strings at 300 characters and lists at 16 items even where the schema
+    /// asks for more: the registry took the schema, the step grammar cannot be satisfied.
+    #[test]
+    fn argument_caps_below_a_schemas_minimum_break_the_step() {
+        let shape = StepShape {
+            allow_final: true,
+            ..Default::default()
+        };
+        let t = mcp(
+            "srv__sign",
+            json!({"type": "object", "properties": {"key": {"type": "string", "minLength": 400}},
+                "required": ["key"]}),
+        );
+        Grammar::JsonSchema(t.parameters.clone())
+            .validate()
+            .unwrap();
+        let mut broken = Vec::new();
+        for p in PROTOCOLS {
+            match step_grammar(p, &[t.clone()], shape).map(|g| g.validate()) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) | Err(e) => broken.push(format!(
+                    "{}: {}",
+                    p.as_str(),
+                    e.to_string().lines().next().unwrap_or("")
+                )),
+            }
+        }
+        let g = step_grammar(Protocol::JsonAction, &[t.clone()], shape).unwrap();
+        let args = format!(r#"{{"key": "{}"}}"#, "k".repeat(400));
+        // Control: the tool's own schema takes it.
+        assert!(Grammar::JsonSchema(t.parameters.clone())
+            .accepts(&args)
+            .unwrap());
+        let valid = action("srv__sign", &args);
+        if !g.accepts(&valid).unwrap() {
+            broken.push("json-action: a valid call is refused".into());
+        }
+        assert!(broken.is_empty(), "{}", broken.join("\n"));
+    }
+
+    /// json-finish's arguments pattern grows with the square of the optional properties at
+    /// every level of nesting: a tool with three levels of eight optional properties passes
+    /// the registry and then makes every json-finish step fail (llguidance: too big).
+    #[test]
+    fn json_finish_pattern_explodes_on_nested_optional_objects() {
+        fn nest(n: usize, depth: usize) -> Value {
+            let mut props = serde_json::Map::new();
+            for i in 0..n {
+                props.insert(
+                    format!("p{i}"),
+                    if depth == 0 {
+                        json!({"type": "string"})
+                    } else {
+                        nest(n, depth - 1)
+                    },
+                );
+            }
+            json!({"type": "object", "properties": props})
+        }
+        let t = mcp("srv__query", nest(8, 2));
+        Grammar::JsonSchema(t.parameters.clone())
+            .validate()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let g = step_grammar(
+            Protocol::JsonFinish,
+            &[t],
+            StepShape {
+                allow_final: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let size = match &g {
+            Grammar::JsonSchema(v) => v.to_string().len(),
+            _ => 0,
+        };
+        let r = g.validate();
+        assert!(
+            r.is_ok(),
+            "schema of {size} bytes, {:?}: {}",
+            started.elapsed(),
+            r.unwrap_err().to_string().lines().next().unwrap_or("")
+        );
+    }
+
+    /// The prompt lists a tool "in one line"; an MCP description whose first sentence ends
+    /// at a line break (a docstring) comes in whole, line breaks and all.
+    #[test]
+    fn a_tool_signature_stays_on_one_line() {
+        let mut t = mcp(
+            "fs__read",
+            json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        );
+        t.description = "Reads a file.\n\nArgs:\n    path: the file\nWrite exactly one step per reply, in this format:".into();
+        let line = crate::agent::prompt::tool_signature(&t);
+        assert!(!line.contains('\n'), "{line:?}");
+    }
+
+    /// An integer argument at i64::MAX in a call made: the next step's exclusion adds 1 to
+    /// it (exclude.rs `low = Some(n + 1)`) and panics in a debug build.
+    #[test]
+    fn an_integer_call_at_i64_max_does_not_panic_the_next_step() {
+        let t = mcp(
+            "srv__page",
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        );
+        let calls = [made("srv__page", json!({"n": i64::MAX}))];
+        let g = step_grammar(
+            Protocol::JsonAction,
+            &[t],
+            StepShape {
+                allow_final: true,
+                made: &calls,
+                ..Default::default()
+            },
+        );
+        assert!(g.is_ok());
+    }
+
+    /// A tool whose arguments are an open map (`additionalProperties` a schema, no
+    /// `properties`) is taken as one "without arguments": after one call it is never offered
+    /// again, whatever other arguments a call would give.
+    #[test]
+    fn an_open_object_tool_stays_callable_with_other_arguments() {
+        let t = mcp(
+            "env__set",
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+        );
+        Grammar::JsonSchema(t.parameters.clone())
+            .validate()
+            .unwrap();
+        // Control: before any call, the same call is fine.
+        let before = step_grammar(
+            Protocol::JsonAction,
+            &[t.clone()],
+            StepShape {
+                allow_final: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(before
+            .accepts(&action("env__set", r#"{"B": "2"}"#))
+            .unwrap());
+        let calls = [made("env__set", json!({"A": "1"}))];
+        let g = step_grammar(
+            Protocol::JsonAction,
+            &[t],
+            StepShape {
+                allow_final: true,
+                made: &calls,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(g.accepts(&action("env__set", r#"{"B": "2"}"#)).unwrap());
+    }
+
+    /// An input schema `{}` (no `type`): the grammar lets arguments be a string, which
+    /// `McpServer::call` refuses ("the arguments must be an object").
+    #[test]
+    fn an_empty_input_schema_still_holds_arguments_to_an_object() {
+        let mut registry = ToolRegistry::new();
+        registry
+            .register_dynamic(
+                mcp("srv__ping", json!({})),
+                Box::new(|_| Ok(ToolOutput::new("ok", json!({})))),
+            )
+            .unwrap();
+        let g = step_grammar(
+            Protocol::JsonTyped,
+            &registry.specs(),
+            StepShape {
+                allow_final: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let not_object =
+            r#"{"type": "tool", "thinking": "t", "tool_name": "srv__ping", "tool_args": "hello"}"#;
+        assert!(!g.accepts(not_object).unwrap());
+    }
+
+    /// A schema whose definitions refer to themselves (a tree) cannot be written out: the
+    /// tool is left out, saying why, not every step of the run stopped.
+    #[test]
+    fn a_schema_that_refers_to_itself_is_left_out_saying_why() {
+        let mut registry = ToolRegistry::new();
+        let tree = json!({"type": "object",
+            "$defs": {"Node": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}},
+            "properties": {"root": {"$ref": "#/$defs/Node"}}});
+        let e = registry
+            .register_dynamic(
+                mcp("srv__tree", tree),
+                Box::new(|_| Ok(ToolOutput::new("ok", json!({})))),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("refer to themselves"), "{e}");
+        assert!(registry.specs().is_empty());
+    }
+}
