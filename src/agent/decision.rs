@@ -13,7 +13,7 @@ use super::protocol::{Action, FinalStatus};
 use super::record::{ActionRecord, RunStatus, StepRecord};
 use super::run::{Agent, Next};
 use super::state::{plan_text, RunState, ANSWER_REFUSED};
-use crate::tools::locator::mentions;
+use crate::tools::locator::{mentions, same_repo, Mention};
 use crate::tools::Locator;
 
 /// How a call's observation is shown. The model's own calls take the default; Burrow's
@@ -224,7 +224,7 @@ const GUIDANCE: &[&str] = &[
 
 /// Where Burrow cut a text it showed, as its notes mark it, whole: any `[cut: ` up to a `]`
 /// took a slice `data[cut: cut + n]` out of an answer's code.
-const CUT_MARKS: &str = r"\s*\[cut(?:: \d+ of \d+ characters shown| at line \d+ of \d+; read on with start_line \d+| by Burrow on import: the first \d+ of \d+ characters are kept)\]";
+const CUT_MARKS: &str = r"\s*\[(?:cut(?:: \d+ of \d+ characters shown| at line \d+ of \d+; read on with start_line \d+| by Burrow on import: the first \d+ of \d+ characters are kept)|\d+ of \d+ (?:entries|files) listed[^\]\n]*)\]";
 
 /// What follows the item a copied note says to cite, when the model went on after it in the
 /// same sentence ("… and cite acme/app#918 - the wallet crashes on close"): its own words.
@@ -359,6 +359,17 @@ fn rejoined(seen: &[Locator], citations: &[String]) -> Vec<String> {
 /// repository or with another line. Such citations were dropped and flagged as never seen.
 fn cites(l: &Locator, c: &str) -> bool {
     let c = c.trim();
+    // A repository named before the item is the item's (`bitcoin/bitcoin:src/qt/x.cpp` is not
+    // the `src/qt/x.cpp` of bitcoin-core/gui the run saw); a path before a line is no name.
+    if let Some(end) = c.find([':', '@', '#']).filter(|&e| e > 0) {
+        let head = &c[..end];
+        let a_path = mentions(head)
+            .iter()
+            .any(|m| matches!(m, Mention::Path(p) if p == head));
+        if !a_path && !l.repo().is_some_and(|r| same_repo(r, head)) {
+            return false;
+        }
+    }
     // A file cited without its line is the file at any line the run saw.
     if let Some(rest) = l.cite().strip_prefix(c) {
         if rest
@@ -421,6 +432,13 @@ pub(super) fn checked_citations(
         if seen.iter().any(|l| l.is_named_by(&m)) || unseen.contains(&m.text()) {
             continue;
         }
+        // `word#12` names an item only where the word is a repository the run saw ("C#12",
+        // "ticket#12" are not items the answer invented).
+        if let Mention::RepoNumber { repo, .. } = &m {
+            if !repo.contains('/') && !repos.iter().any(|r| same_repo(r, repo)) {
+                continue;
+            }
+        }
         let named =
             named.get_or_insert_with(|| observations.iter().flat_map(|o| mentions(o)).collect());
         if !named.iter().any(|n| n.names_same(&m, &repos)) {
@@ -433,6 +451,33 @@ pub(super) fn checked_citations(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file cited in another repository than any the run saw is not the file of
+    /// the same path it saw (bitcoin/bitcoin's and bitcoin-core/gui's trees share paths).
+    #[test]
+    fn another_repositorys_file_is_not_the_file_seen() {
+        let seen = vec![Locator::File {
+            path: "src/qt/walletview.cpp".into(),
+            line: Some(10),
+            repo: Some("bitcoin-core/gui".into()),
+        }];
+        let c = "bitcoin/bitcoin:src/qt/walletview.cpp".to_string();
+        let (cited, unseen) = checked_citations(&seen, &[], &[c.clone()], "");
+        assert_eq!(unseen, vec![c], "taken as {cited:?}");
+    }
+
+    /// Ordinary text with a `#` and digits after a word is no item: a C# project's
+    /// "C#12" (the language version) is not an issue the answer invented.
+    #[test]
+    fn a_language_version_is_not_an_invented_item() {
+        let seen = vec![Locator::Issue {
+            number: 5,
+            repo: Some("acme/app".into()),
+        }];
+        let answer = "The build needs C#12 for primary constructors (acme/app#5).";
+        let (_, unseen) = checked_citations(&seen, &["acme/app#5 asks for C# 12"], &[], answer);
+        assert!(unseen.is_empty(), "flagged as never seen: {unseen:?}");
+    }
 
     /// The default model's answers in the evaluation's runs (11-28) that repeated Burrow's
     /// notes: users read "If one answers it, give the final answer now…" as the answer.
@@ -518,10 +563,6 @@ mod tests {
         assert_eq!(without_guidance(only, &[]), only);
     }
 
-    /// The answer is a model's text, anything at all: pieces of the notes, cut marks, dots,
-    /// line breaks and characters of several bytes, in any order, never panic; what is left is
-    /// never longer and never starts as Burrow's note, or is all the text, or (where the run
-    /// saw what it cites) those citations.
     /// The model's own words after a copied note's item are its answer; a note copied whole is
     /// not (found in review: the words after it were dropped with the note, and the answer
     /// became the bare citation); nor is a slice in its code a cut mark.
@@ -546,6 +587,10 @@ mod tests {
         );
     }
 
+    /// The answer is a model's text, anything at all: pieces of the notes, cut marks, dots,
+    /// line breaks and characters of several bytes, in any order, never panic; what is left is
+    /// never longer and never starts as Burrow's note, or is all the text, or (where the run
+    /// saw what it cites) those citations.
     #[test]
     fn any_text_is_taken_apart_without_a_panic() {
         let pieces = [

@@ -206,7 +206,7 @@ impl Mention {
 const MENTIONS: &str = r#"(?x)
     \b(?P<repo>[\w.-]+/[\w.-]+)\#(?P<repo_num>[0-9]{1,9})\b
     | (?:^|[^\w&/])\#(?P<num>[0-9]{1,9})\b
-    | (?:^|[\s(\[{,;:"'`])(?P<short>[A-Za-z][\w.-]*)\#(?P<short_num>[0-9]{1,9})\b
+    | (?:^|[\s(\[{,;:"'`])(?P<short>[A-Za-z][\w.-]+)\#(?P<short_num>[0-9]{1,9})\b
     | \b(?i:issue|pr|pull\s+request)\s+\#?(?P<named>[0-9]{1,9})\b
     | \b(?P<hash>[0-9a-fA-F]{7,40})\b
     | (?P<path>(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}

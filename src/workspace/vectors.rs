@@ -105,8 +105,6 @@ pub fn stored_name(model: &str) -> String {
     )
 }
 
-/// Vectors are kept by their text's hash; each table only ever holds one model's (see
-/// `choose_target`).
 /// Gives each unit of repository `repo_id` that has no vector the one its text has already
 /// (the same text indexed before, in this unit's place or another's), without the model. An
 /// item imported again, or a file indexed again, is new units: the whole of a backup's issues
@@ -153,6 +151,8 @@ pub(crate) fn keep_vectors(tx: &Connection, repo_id: i64) -> Result<usize, Works
     Ok(kept)
 }
 
+/// Vectors are kept by their text's hash; each table only ever holds one model's (see
+/// `choose_target`).
 fn text_hash(text: &str) -> Vec<u8> {
     Sha256::digest(text.as_bytes())[..16].to_vec()
 }

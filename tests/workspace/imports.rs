@@ -443,3 +443,28 @@ fn a_pull_request_closed_unmerged_fixed_nothing() {
         "get_issue #31 shows:\n{head}"
     );
 }
+
+/// An export that never says a pull request was merged (the issues endpoint of an older
+/// backup, without `merged_at`) cannot say one was not: its closed pull requests' keywords
+/// still link them, where the merged-only rule left it with no links at all (found in review).
+#[test]
+fn links_from_an_export_that_never_says_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = open(&dir.path().join("home"));
+    let file = dir.path().join("export.json");
+    std::fs::write(
+        &file,
+        serde_json::json!([
+            {"number": 1, "title": "Crash on close", "state": "closed", "body": "",
+             "user": {"login": "ann"}},
+            {"number": 2, "title": "Fix the crash", "state": "closed", "body": "Fixes #1.",
+             "user": {"login": "bob"}, "pull_request": {"url": "x"}},
+            {"number": 3, "title": "Another try", "state": "open", "body": "Fixes #1.",
+             "user": {"login": "bob"}, "pull_request": {"url": "y"}}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    ws.import(&file, "o/r", &mut |_| {}).unwrap();
+    assert_eq!(ws.issue(None, 1, 10).unwrap().linked, vec![2]);
+}

@@ -317,6 +317,7 @@ pub fn router(server: Arc<Server>) -> Router {
         // Without `/v1`, as llama-server takes them: a client given the server's address as
         // its base URL got "no such endpoint".
         .route("/models", get(models))
+        .route("/models/{id}", get(model))
         .route("/chat/completions", post(chat))
         .route("/completions", post(completions))
         .route("/embeddings", post(embeddings))
@@ -688,10 +689,18 @@ fn chat_job(
         return Err(ApiError::unsupported("logprobs", "logprobs"));
     }
     // The deprecated form of tools: ignored, a forced call came back as plain text.
-    if r.functions.is_some() {
+    // Refused where they would say something: `functions: []` and `function_call: "none"`
+    // ask for nothing (some older clients send them always).
+    if r.functions
+        .as_ref()
+        .is_some_and(|f| f.as_array().is_none_or(|a| !a.is_empty()))
+    {
         return Err(ApiError::unsupported("functions", "functions (use tools)"));
     }
-    if r.function_call.is_some() {
+    if r.function_call
+        .as_ref()
+        .is_some_and(|c| !matches!(c.as_str(), Some("none" | "auto")))
+    {
         return Err(ApiError::unsupported(
             "function_call",
             "function_call (use tool_choice)",

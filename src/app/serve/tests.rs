@@ -763,7 +763,7 @@ async fn a_call_cut_by_max_tokens_is_not_a_whole_call() {
 #[tokio::test(flavor = "multi_thread")]
 async fn legacy_functions_are_refused_not_ignored() {
     let (url, _) = start(
-        FakeModel::new([FakeTurn::text("It is sunny.")]),
+        FakeModel::new([FakeTurn::text("It is sunny."), FakeTurn::text("Hello.")]),
         ServeOptions::default(),
     )
     .await;
@@ -778,6 +778,15 @@ async fn legacy_functions_are_refused_not_ignored() {
     assert_eq!(status, 400, "{v}");
     assert_eq!(v["error"]["code"], "unsupported_parameter", "{v}");
     assert_eq!(v["error"]["param"], "functions", "{v}");
+    // Sent always by some older clients, they ask for nothing.
+    let (status, v) = post(
+        &url,
+        "/v1/chat/completions",
+        json!({"messages": [{"role": "user", "content": "hi"}], "functions": [],
+               "function_call": "none"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
 }
 
 /// OpenAI takes `top_p` in [0, 1] and llama-server's clients send `top_k: -1` for no cut:
@@ -855,4 +864,26 @@ async fn a_model_is_retrieved_by_id_and_paths_without_v1_are_served() {
     .await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["choices"][0]["message"]["content"], "ok", "{v}");
+}
+
+/// `/models/{id}` without `/v1` is served as `/models` is (a client whose base URL is
+/// the server's address retrieves a model).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_is_retrieved_by_id_without_v1() {
+    let (url, _) = start(
+        FakeModel::new([FakeTurn::text("ok")]),
+        ServeOptions::default(),
+    )
+    .await;
+    let list: Value = reqwest::get(format!("{url}/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = list["data"][0]["id"].as_str().unwrap().to_string();
+    let r = reqwest::get(format!("{url}/models/{id}")).await.unwrap();
+    let status = r.status().as_u16();
+    let body = r.text().await.unwrap();
+    assert_eq!(status, 200, "{body}");
 }

@@ -34,7 +34,11 @@ fn without_code(text: &str) -> String {
     let mut fence: Option<&str> = None;
     for line in text.lines() {
         let start = line.trim_start();
-        let marker = ["```", "~~~"].into_iter().find(|m| start.starts_with(m));
+        // A backtick fence's info string has no backtick (CommonMark): "```make check```
+        // passes" is a code span, and as a fence it hid every keyword after it.
+        let marker = ["```", "~~~"].into_iter().find(|m| {
+            start.starts_with(m) && (*m == "~~~" || !start.trim_start_matches('`').contains('`'))
+        });
         match (fence, marker) {
             (None, Some(m)) => fence = Some(m),
             (Some(open), Some(m)) if open == m => fence = None,
@@ -84,6 +88,16 @@ pub(super) fn relink(
         rows.collect::<Result<_, _>>()
             .map_err(db_err("reading issues to link"))?
     };
+    // Data that never says a pull request was merged (an older export of the issues endpoint,
+    // without `merged_at`) cannot say one was not: there, every closed one counts.
+    let says_merged: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM issues WHERE repo_id = ?1 AND is_pr = 1
+                 AND (state = 'merged' OR merged_at IS NOT NULL))",
+            [repo_id],
+            |r| r.get(0),
+        )
+        .map_err(db_err("reading pull requests to link"))?;
     let mut fixes: Vec<(i64, i64)> = Vec::new();
     {
         let mut st = tx
@@ -91,11 +105,12 @@ pub(super) fn relink(
             // and showed as "Fixed by" on an issue still open (#38 on bitcoin-core/gui#31).
             .prepare_cached(
                 "SELECT number, title, body FROM issues WHERE repo_id = ?1 AND is_pr = 1
-                     AND (state = 'merged' OR merged_at IS NOT NULL)",
+                     AND (state = 'merged' OR merged_at IS NOT NULL
+                          OR (NOT ?2 AND state <> 'open'))",
             )
             .map_err(db_err("reading pull requests to link"))?;
         let mut rows = st
-            .query([repo_id])
+            .query(params![repo_id, says_merged])
             .map_err(db_err("reading pull requests to link"))?;
         while let Some(r) = rows
             .next()
@@ -145,6 +160,14 @@ pub(super) fn relink(
 #[cfg(test)]
 mod tests {
     use super::closing_refs;
+
+    /// A one-line span in triple backticks is inline code, no fence (CommonMark: a
+    /// fence's info string has no backtick); the keywords after it are links, as on GitHub.
+    #[test]
+    fn keywords_after_a_one_line_triple_backtick_span_link() {
+        let refs = |t: &str| closing_refs(t, Some("bitcoin-core/gui"));
+        assert_eq!(refs("```make check``` passes now.\n\nFixes #725."), [725]);
+    }
 
     #[test]
     fn closing_keywords_name_the_issues_a_pull_request_fixes() {
