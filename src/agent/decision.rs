@@ -462,7 +462,7 @@ mod tests {
             repo: Some("bitcoin-core/gui".into()),
         }];
         let c = "bitcoin/bitcoin:src/qt/walletview.cpp".to_string();
-        let (cited, unseen) = checked_citations(&seen, &[], &[c.clone()], "");
+        let (cited, unseen) = checked_citations(&seen, &[], std::slice::from_ref(&c), "");
         assert_eq!(unseen, vec![c], "taken as {cited:?}");
     }
 

@@ -716,7 +716,7 @@ mod mcp_schemas {
             repos: &[],
             ..shape
         };
-        let g = step_grammar(Protocol::JsonAction, &[gh.clone()], open).unwrap();
+        let g = step_grammar(Protocol::JsonAction, std::slice::from_ref(&gh), open).unwrap();
         assert!(g.accepts(&valid).unwrap());
         let g = step_grammar(Protocol::JsonAction, &[gh], shape).unwrap();
         assert!(g.accepts(&valid).unwrap(), "a valid GitHub call is refused");
@@ -735,7 +735,7 @@ mod mcp_schemas {
             json!({"type": "object", "properties": {"date": {"type": "string",
                 "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"}}, "required": ["date"]}),
         );
-        let before = step_grammar(Protocol::JsonAction, &[day.clone()], shape).unwrap();
+        let before = step_grammar(Protocol::JsonAction, std::slice::from_ref(&day), shape).unwrap();
         let bad = action("cal__day", r#"{"date": "yesterday"}"#);
         assert!(!before.accepts(&bad).unwrap());
         let calls = [made("cal__day", json!({"date": "2024-01-01"}))];
@@ -797,7 +797,7 @@ mod mcp_schemas {
             .unwrap();
         let mut broken = Vec::new();
         for p in PROTOCOLS {
-            match step_grammar(p, &[t.clone()], shape).map(|g| g.validate()) {
+            match step_grammar(p, std::slice::from_ref(&t), shape).map(|g| g.validate()) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) | Err(e) => broken.push(format!(
                     "{}: {}",
@@ -806,7 +806,7 @@ mod mcp_schemas {
                 )),
             }
         }
-        let g = step_grammar(Protocol::JsonAction, &[t.clone()], shape).unwrap();
+        let g = step_grammar(Protocol::JsonAction, std::slice::from_ref(&t), shape).unwrap();
         let args = format!(r#"{{"key": "{}"}}"#, "k".repeat(400));
         // Control: the tool's own schema takes it.
         assert!(Grammar::JsonSchema(t.parameters.clone())
@@ -914,7 +914,7 @@ mod mcp_schemas {
         // Control: before any call, the same call is fine.
         let before = step_grammar(
             Protocol::JsonAction,
-            &[t.clone()],
+            std::slice::from_ref(&t),
             StepShape {
                 allow_final: true,
                 ..Default::default()
