@@ -774,6 +774,33 @@ fn a_run_is_refused_while_a_model_loads() {
     assert!(matches!(err, AppError::EmptyWorkspace), "{err:?}");
 }
 
+/// Two loads at once (Load pressed on a second model, or Use on a server that does not
+/// answer, while the first still loads): the second fails at once, and its guard clears the
+/// `loading` flag the first set, so a run started on the old model mid-switch after all (found in review).
+#[test]
+fn a_second_load_leaves_runs_refused_while_the_first_loads() {
+    let f = fixture();
+    f.app
+        .set_model(Arc::new(FakeModel::new([answer("old")])), status("fake"));
+    let smollm2 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let mut refused = None;
+    f.app
+        .load_model(Some(smollm2.to_str().unwrap()), &mut |e| {
+            if matches!(e, AppEvent::LoadProgress { .. }) && refused.is_none() {
+                // The second load, from another command's thread in the app: it fails fast.
+                let second = f.app.load_model(Some("no-such-model"), &mut |_| {});
+                assert!(second.is_err(), "{second:?}");
+                refused = Some(f.app.run(RunTask::New("who wrote it?".into()), &mut |_| {}));
+            }
+        })
+        .unwrap();
+    assert!(
+        matches!(refused, Some(Err(AppError::LoadInProgress))),
+        "a run during the first load was not refused: {refused:?}"
+    );
+}
+
 #[test]
 fn the_app_resumes_a_run_in_its_own_protocol() {
     use burrow::agent::record::{ActionRecord, StepRecord};

@@ -64,7 +64,7 @@ pub enum AppError {
     NoModel,
     #[error("a run is in progress: stop it or wait for it to end")]
     RunInProgress,
-    #[error("a model is being loaded: run once it is in use")]
+    #[error("a model is being loaded: wait until it is in use")]
     LoadInProgress,
     #[error("the task is empty")]
     EmptyTask,
@@ -444,8 +444,12 @@ impl App {
             if run.is_some() {
                 return Err(AppError::RunInProgress);
             }
-            self.loading
-                .store(true, std::sync::atomic::Ordering::SeqCst);
+            // One load at a time: a second one (Load on another model before the first's
+            // progress was drawn) failed fast and its guard cleared the first's flag, so a
+            // run started on the old model mid-switch.
+            if self.loading.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                return Err(AppError::LoadInProgress);
+            }
         }
         struct Loaded<'a>(&'a std::sync::atomic::AtomicBool);
         impl Drop for Loaded<'_> {

@@ -274,6 +274,9 @@ export interface ModelSettings {
   gpu_layers: number | null;
   /// Absent: f16.
   kv_cache?: KvCacheType | null;
+  /// Kept as settings.json has them (set by hand there; the form does not show them).
+  batch_size?: number | null;
+  threads_batch?: number | null;
 }
 
 /// What the KV cache stores keys and values as (the quantized ones turn on flash attention).

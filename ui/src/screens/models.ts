@@ -422,7 +422,10 @@ function modelSettingsButton(mi: ModelInfo): HTMLElement {
       ...s,
       models: {
         ...s.models,
+        // What the form does not show (batch_size, threads_batch, set in settings.json by
+        // hand) stays as it was: rebuilt from the form's four fields, it was deleted.
         [mi.path]: {
+          ...s.models[mi.path],
           context_size: read("context_size"),
           threads: read("threads"),
           gpu_layers: read("gpu_layers"),

@@ -44,6 +44,16 @@ taskInput.addEventListener("keydown", (e) => {
 document.addEventListener("keydown", (e) => {
   if (e.key !== "Escape" || e.defaultPrevented) return; // taken by what had focus (a settings form)
   if (viewerOpen()) return; // the dialog closes itself
+  // Esc in a text box of another screen (a folder path, the persona) is that box's: it
+  // stopped the run. On the Run screen the task box is still Stop's.
+  const target = e.target;
+  if (
+    target instanceof HTMLElement &&
+    target !== taskInput &&
+    (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName))
+  ) {
+    return;
+  }
   if (isLive(getState().run)) {
     e.preventDefault();
     void stop();
@@ -73,14 +83,43 @@ async function run(): Promise<void> {
   await drive(() => api.startRun(task, dispatch));
 }
 
+/// A Continue under way, from the click to the run going live: a second click (a double
+/// click, a stale History button) was refused by the core and that refusal ended the view of
+/// the run the first was continuing.
+let continuing = false;
+
 /// Continues a kept run from its last step, on this screen.
 export async function resume(record: RunRecord): Promise<void> {
-  const full = await attempt("Opening the run", () => api.getRun(record.id));
-  if (!full) return;
-  update({ kind: "ui_resume_run", record: full });
-  show("run");
-  redraw();
-  await drive(() => api.resumeRun(record.id, dispatch));
+  if (continuing || isLive(getState().run)) return;
+  continuing = true;
+  try {
+    const full = await attempt("Opening the run", () => api.getRun(record.id));
+    if (!full) return;
+    update({ kind: "ui_resume_run", record: full });
+    show("run");
+    redraw();
+    let live = false;
+    try {
+      await api.resumeRun(record.id, (event) => {
+        live = true;
+        continuing = false;
+        dispatch(event);
+      });
+    } catch (e) {
+      if (live) {
+        const message = errorMessage(e);
+        dispatch({ kind: "run_ended", run_id: getState().run?.runId ?? null, status: "error", final_answer: null, error: message });
+      } else {
+        // Refused before it went on (a model loading, the run going on elsewhere): the run
+        // is as it was kept, interrupted, with its Continue.
+        update({ kind: "ui_open_run", record: full });
+        redraw();
+        notify(`The run was not continued: ${errorMessage(e)}`);
+      }
+    }
+  } finally {
+    continuing = false;
+  }
 }
 
 /// Runs a command that streams a run; its failure (no model, a run already going) ends the
