@@ -63,10 +63,18 @@ impl GitRepo {
     /// Opens the repository whose work tree is `root` (not a parent of it: a plain folder inside
     /// some other repository is not that repository).
     pub fn open(root: &Path) -> Result<Option<Self>, WorkspaceError> {
-        if !root.join(".git").exists() {
+        let dot_git = root.join(".git");
+        if !dot_git.exists() {
             return Ok(None);
         }
-        let repo = gix::open(root).map_err(|e| git_err(root, "cannot open the repository", e))?;
+        let repo = match gix::open(root) {
+            Ok(r) => r,
+            // A `.git` file whose gitdir is gone (a worktree whose repository moved, a
+            // submodule's folder copied elsewhere): the folder's files are still there to
+            // index, which the error refused altogether.
+            Err(_) if dot_git.is_file() => return Ok(None),
+            Err(e) => return Err(git_err(root, "cannot open the repository", e)),
+        };
         Ok(Some(GitRepo {
             repo,
             root: root.to_path_buf(),
@@ -128,9 +136,10 @@ impl GitRepo {
     /// history out for good: issue 17).
     pub fn new_commit_ids(
         &self,
+        tips: &[gix::ObjectId],
         complete: &HashSet<String>,
     ) -> Result<Vec<gix::ObjectId>, WorkspaceError> {
-        let mut tips = self.tips()?;
+        let mut tips = tips.to_vec();
         tips.retain(|id| !complete.contains(&id.to_string()));
         tips.sort();
         tips.dedup();
@@ -219,6 +228,10 @@ impl GitRepo {
         let message = commit.message_raw_sloppy().to_str_lossy().into_owned();
         let summary = message.lines().next().unwrap_or("").trim().to_string();
         let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
+        // A merge changed nothing of its own (as `git log -- PATH` and `git show` have it):
+        // diffed against its first parent, whoever merged was credited with every file the
+        // merged branch changed, in who_changed too.
+        let merge = parents.len() > 1;
         let tree = commit
             .tree()
             .map_err(|e| err("cannot read the tree of", &e))?;
@@ -248,6 +261,9 @@ impl GitRepo {
             },
             None => None,
         };
+        if merge {
+            return Ok(record(files, changed));
+        }
         let base = parent_tree.unwrap_or_else(|| self.repo.empty_tree());
         let mut changes = base.changes().map_err(|e| err("cannot diff", &e))?;
         changes.options(|o| {
@@ -279,7 +295,16 @@ impl GitRepo {
                         ..
                     } => (location.to_string(), "renamed", *entry_mode),
                 };
-                if mode.is_blob_or_symlink() {
+                // A submodule moved to another commit: its path changed, with no lines to
+                // count (it had none, and "which commit bumped vendor/lib" found nothing).
+                if mode.is_commit() {
+                    files.push(FileChange {
+                        path,
+                        change: kind,
+                        additions: 0,
+                        deletions: 0,
+                    });
+                } else if mode.is_blob_or_symlink() {
                     // One diff gives the counts and, while the budget lasts, the lines.
                     let wanted = changed.wanted(&path);
                     let counts = change

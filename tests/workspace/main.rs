@@ -12,6 +12,7 @@ mod common;
 
 mod folders;
 mod git_repo;
+mod history_edges;
 mod imports;
 mod meaning;
 mod reliability;

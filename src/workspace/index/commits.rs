@@ -30,8 +30,12 @@ pub(super) fn index_commits(
     .into_iter()
     .collect();
     let complete = with_whole_history(&known);
+    // One reading of the branches for the pass: read again for the cleanup, a commit made
+    // meanwhile was a tip that reached nothing stored, and the branch's whole history was
+    // removed as unreachable.
+    let tips = git.tips()?;
     let ids: Vec<gix::ObjectId> = git
-        .new_commit_ids(&complete)?
+        .new_commit_ids(&tips, &complete)?
         .into_iter()
         .filter(|id| !known.contains_key(&id.to_string()))
         .collect();
@@ -41,7 +45,7 @@ pub(super) fn index_commits(
         report.commits_added += 1;
         Ok(())
     })?;
-    report.commits_removed += remove_unreachable(conn, repo, git, on_event)?;
+    report.commits_removed += remove_unreachable(conn, repo, &tips, on_event)?;
     read_missing_changes(conn, repo, git, on_event)
 }
 
@@ -52,7 +56,7 @@ pub(super) fn index_commits(
 fn remove_unreachable(
     conn: &mut Connection,
     repo: &Repo,
-    git: &GitRepo,
+    tips: &[gix::ObjectId],
     on_event: &mut dyn FnMut(IndexEvent),
 ) -> Result<u64, WorkspaceError> {
     let stored: Vec<(i64, String, String)> = {
@@ -69,7 +73,7 @@ fn remove_unreachable(
         .iter()
         .map(|(_, h, p)| (h.as_str(), p.as_str()))
         .collect();
-    let tips: Vec<String> = git.tips()?.iter().map(|t| t.to_string()).collect();
+    let tips: Vec<String> = tips.iter().map(|t| t.to_string()).collect();
     let mut reached: HashSet<&str> = HashSet::new();
     let mut todo: Vec<&str> = tips.iter().map(String::as_str).collect();
     while let Some(h) = todo.pop() {

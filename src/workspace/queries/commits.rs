@@ -175,10 +175,13 @@ impl Workspace {
             .transpose()?
             .flatten()
         {
-            Some(git) => {
-                let (d, t) = git.commit_patch(&summary.hash, max_diff_bytes)?;
-                (Some(d), t)
-            }
+            // A commit the repository no longer holds (amended or rebased and pruned, until the
+            // next index) is shown from what was indexed, without its diff: the error threw
+            // its message and files away too.
+            Some(git) => match git.commit_patch(&summary.hash, max_diff_bytes) {
+                Ok((d, t)) => (Some(d), t),
+                Err(_) => (None, false),
+            },
             None => (None, false),
         };
         Ok(CommitDetail {

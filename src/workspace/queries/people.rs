@@ -39,7 +39,8 @@ impl Workspace {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT author_name, author_email, count(*), max(time) FROM commits WHERE repo_id = ?1
-                 GROUP BY lower(author_email)",
+                 GROUP BY CASE author_email WHEN '' THEN 'name:' || lower(author_name)
+                          ELSE lower(author_email) END",
             )
             .map_err(db_err("listing members"))?;
         let rows: Vec<(String, String, i64, i64)> = stmt
@@ -140,15 +141,16 @@ impl Workspace {
         let conn = self.conn();
         let mut stmt = conn
             .prepare_cached(
+                // The hash is that of the row of `max(c.time)` (SQLite's bare column of a
+                // query with one max()): a subquery per author, which could not use an index,
+                // made a large project's answer take minutes. Authors without an email are
+                // told apart by name: grouped by the empty email, they were one person.
                 "SELECT c.author_name, c.author_email, count(DISTINCT c.id), sum(f.additions), sum(f.deletions),
-                        max(c.time),
-                        (SELECT c2.hash FROM commits c2 JOIN commit_files f2 ON f2.commit_id = c2.id
-                          WHERE c2.repo_id = ?1 AND lower(c2.author_email) = lower(c.author_email)
-                            AND (f2.path = ?2 OR ?2 = '' OR substr(f2.path, 1, length(?2) + 1) = ?2 || '/')
-                          ORDER BY c2.time DESC LIMIT 1)
+                        max(c.time), c.hash
                  FROM commits c JOIN commit_files f ON f.commit_id = c.id
                  WHERE c.repo_id = ?1 AND (f.path = ?2 OR ?2 = '' OR substr(f.path, 1, length(?2) + 1) = ?2 || '/')
-                 GROUP BY lower(c.author_email)
+                 GROUP BY CASE c.author_email WHEN '' THEN 'name:' || lower(c.author_name)
+                          ELSE lower(c.author_email) END
                  ORDER BY count(DISTINCT c.id) DESC, max(c.time) DESC LIMIT ?3",
             )
             .map_err(db_err("finding who changed a path"))?;
