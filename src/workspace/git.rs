@@ -150,21 +150,64 @@ impl GitRepo {
             .iter()
             .filter_map(|h| gix::ObjectId::from_hex(h.as_bytes()).ok())
             .collect();
-        let walk = self
-            .repo
-            .rev_walk(tips)
-            .with_hidden(hidden)
-            .sorting(gix::revision::walk::Sorting::ByCommitTime(
-                Default::default(),
-            ))
-            .all()
-            .map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
-        let mut walked = Vec::new();
-        for info in walk {
-            let info = info.map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
-            walked.push((info.id, info.parent_ids.to_vec()));
-        }
+        let walk = |sorting| -> Result<Vec<(gix::ObjectId, Vec<gix::ObjectId>)>, WorkspaceError> {
+            let infos = self
+                .repo
+                .rev_walk(tips.clone())
+                .with_hidden(hidden.clone())
+                .sorting(sorting)
+                .all()
+                .map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
+            let mut walked = Vec::new();
+            for info in infos {
+                let info = info.map_err(|e| git_err(&self.root, "cannot walk the history", e))?;
+                walked.push((info.id, info.parent_ids.to_vec()));
+            }
+            Ok(walked)
+        };
+        // By time where every commit's dates can be read; else by its parents alone: one
+        // commit whose author or committer line git's decoder refuses (a CVS or SVN import
+        // with no email, which `git log` shows) failed every index of the repository.
+        let walked = match walk(gix::revision::walk::Sorting::ByCommitTime(
+            Default::default(),
+        )) {
+            Ok(w) => w,
+            Err(_) => self.walk_raw(&tips, complete)?,
+        };
         Ok(parents_first(walked))
+    }
+
+    /// The commits reachable from `tips`, stopping at those in `complete`, each with its
+    /// parents, read from the commits' own header lines: for a history git's decoder refuses
+    /// part of, which it cannot walk.
+    fn walk_raw(
+        &self,
+        tips: &[gix::ObjectId],
+        complete: &HashSet<String>,
+    ) -> Result<Vec<(gix::ObjectId, Vec<gix::ObjectId>)>, WorkspaceError> {
+        let mut seen: HashSet<gix::ObjectId> = HashSet::new();
+        let mut todo: std::collections::VecDeque<gix::ObjectId> = tips.iter().copied().collect();
+        let mut walked = Vec::new();
+        while let Some(id) = todo.pop_front() {
+            if !seen.insert(id) || complete.contains(&id.to_string()) {
+                continue;
+            }
+            let object = match self.repo.find_object(id) {
+                Ok(o) => o,
+                // A shallow clone's boundary: its parents are not there.
+                Err(_) => continue,
+            };
+            let parents: Vec<gix::ObjectId> = object
+                .data
+                .split(|b| *b == b'\n')
+                .take_while(|line| !line.is_empty())
+                .filter_map(|line| line.strip_prefix(b"parent "))
+                .filter_map(|hex| gix::ObjectId::from_hex(hex).ok())
+                .collect();
+            todo.extend(parents.iter().copied());
+            walked.push((id, parents));
+        }
+        Ok(walked)
     }
 
     /// The commits the history is read from: HEAD and every branch and tag that names one.
@@ -221,10 +264,16 @@ impl GitRepo {
             .repo
             .find_commit(id)
             .map_err(|e| err("cannot read commit", &e))?;
-        let author = commit
-            .author()
-            .map_err(|e| err("cannot read the author of", &e))?;
-        let time = author.time().map(|t| t.seconds).unwrap_or(0);
+        // An author line git's decoder refuses (no `<email>`, as CVS and SVN imports wrote
+        // some) is read as it stands: the error failed every index of the repository.
+        let (author_name, author_email, time) = match commit.author() {
+            Ok(a) => (
+                a.name.to_str_lossy().into_owned(),
+                a.email.to_str_lossy().into_owned(),
+                a.time().map(|t| t.seconds).unwrap_or(0),
+            ),
+            Err(_) => loose_author(&commit.data),
+        };
         let message = commit.message_raw_sloppy().to_str_lossy().into_owned();
         let summary = message.lines().next().unwrap_or("").trim().to_string();
         let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
@@ -239,8 +288,8 @@ impl GitRepo {
         let mut changed = ChangedLines::default();
         let record = |files, changed: ChangedLines| CommitRecord {
             hash: hash.clone(),
-            author_name: author.name.to_str_lossy().into_owned(),
-            author_email: author.email.to_str_lossy().into_owned(),
+            author_name: author_name.clone(),
+            author_email: author_email.clone(),
             time,
             summary: summary.clone(),
             message: message.clone(),
@@ -561,6 +610,32 @@ fn unified_diff(a: &str, b: &str) -> String {
 /// Orders commits (given newest first, with their parents) so that each comes after those of
 /// its parents that are in the list, the oldest history first. Iterative: a long history is
 /// a deep chain.
+/// A commit's author as its raw `author NAME <EMAIL> SECONDS ZONE` line has it, read without
+/// insisting on the form: the name, the email when there is one, the time when it reads.
+fn loose_author(data: &[u8]) -> (String, String, i64) {
+    let line = data
+        .split(|b| *b == b'\n')
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix(b"author "))
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .unwrap_or_default();
+    let mut words: Vec<&str> = line.split_whitespace().collect();
+    let zone = words.last().is_some_and(|w| w.starts_with(['+', '-']));
+    if zone {
+        words.pop();
+    }
+    let time = words.last().and_then(|w| w.parse::<i64>().ok());
+    if time.is_some() {
+        words.pop();
+    }
+    let rest = words.join(" ");
+    let (name, email) = match (rest.find('<'), rest.rfind('>')) {
+        (Some(a), Some(b)) if a < b => (rest[..a].trim().to_string(), rest[a + 1..b].to_string()),
+        _ => (rest.trim().to_string(), String::new()),
+    };
+    (name, email, time.unwrap_or(0))
+}
+
 fn parents_first(walked: Vec<(gix::ObjectId, Vec<gix::ObjectId>)>) -> Vec<gix::ObjectId> {
     let index: std::collections::HashMap<gix::ObjectId, usize> = walked
         .iter()

@@ -346,3 +346,43 @@ fn show_commit_of_a_pruned_commit() {
     let shown = ws.show_commit(None, &old, 6000);
     assert!(shown.is_ok(), "{shown:?}");
 }
+
+/// One commit with a malformed author line (git fsck's missingEmail; `git log` shows it)
+/// must not stop the whole history from being indexed (found in review).
+#[test]
+fn a_commit_with_a_malformed_author_does_not_fail_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = build_repo(dir.path());
+    let tree = git_out(&repo, &["rev-parse", "HEAD^{tree}"]);
+    let head = git_out(&repo, &["rev-parse", "HEAD"]);
+    let raw = format!(
+        "tree {tree}\nparent {head}\nauthor Old Converter 1700000000 +0000\ncommitter Old Converter 1700000000 +0000\n\nImported from CVS\n"
+    );
+    std::fs::write(dir.path().join("raw"), raw).unwrap();
+    let raw_path = dir.path().join("raw");
+    let id = git_out(
+        &repo,
+        &[
+            "hash-object",
+            "-t",
+            "commit",
+            "-w",
+            "--literally",
+            raw_path.to_str().unwrap(),
+        ],
+    );
+    git_out(&repo, &["update-ref", "refs/heads/main", &id]);
+    // git reads it.
+    assert!(git_out(&repo, &["log", "--format=%s"]).contains("Imported from CVS"));
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    let r = ws.index_repo("demo", &mut |_| {});
+    assert!(r.is_ok(), "{r:?}");
+    let listed = ws.commits(None, None, None, None, None, 10).unwrap();
+    assert_eq!(listed.len(), 4);
+    // Its author is read as the line has it.
+    assert!(
+        listed.iter().any(|c| c.author == "Old Converter"),
+        "{listed:?}"
+    );
+}
