@@ -264,17 +264,18 @@ impl GitRepo {
             .repo
             .find_commit(id)
             .map_err(|e| err("cannot read commit", &e))?;
+        let encoding = header_encoding(&commit.data);
         // An author line git's decoder refuses (no `<email>`, as CVS and SVN imports wrote
         // some) is read as it stands: the error failed every index of the repository.
         let (author_name, author_email, time) = match commit.author() {
             Ok(a) => (
-                a.name.to_str_lossy().into_owned(),
+                decoded(a.name, encoding),
                 a.email.to_str_lossy().into_owned(),
                 a.time().map(|t| t.seconds).unwrap_or(0),
             ),
             Err(_) => loose_author(&commit.data),
         };
-        let message = commit.message_raw_sloppy().to_str_lossy().into_owned();
+        let message = decoded(commit.message_raw_sloppy(), encoding);
         let summary = message.lines().next().unwrap_or("").trim().to_string();
         let parents: Vec<String> = commit.parent_ids().map(|p| p.to_string()).collect();
         // A merge changed nothing of its own (as `git log -- PATH` and `git show` have it):
@@ -610,6 +611,25 @@ fn unified_diff(a: &str, b: &str) -> String {
 /// Orders commits (given newest first, with their parents) so that each comes after those of
 /// its parents that are in the list, the oldest history first. Iterative: a long history is
 /// a deep chain.
+/// The encoding a commit's `encoding` header names (git writes it where the message is not
+/// UTF-8: `i18n.commitEncoding`); none for UTF-8 or a name it does not know.
+fn header_encoding(data: &[u8]) -> Option<&'static encoding_rs::Encoding> {
+    data.split(|b| *b == b'\n')
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix(b"encoding "))
+        .and_then(encoding_rs::Encoding::for_label)
+        .filter(|e| *e != encoding_rs::UTF_8)
+}
+
+/// Text of a commit in its encoding: read as UTF-8, an ISO-8859-1 message showed replacement
+/// characters where `git log` shows "Café".
+fn decoded(bytes: &[u8], encoding: Option<&'static encoding_rs::Encoding>) -> String {
+    match encoding {
+        Some(e) => e.decode_without_bom_handling(bytes).0.into_owned(),
+        None => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
 /// A commit's author as its raw `author NAME <EMAIL> SECONDS ZONE` line has it, read without
 /// insisting on the form: the name, the email when there is one, the time when it reads.
 fn loose_author(data: &[u8]) -> (String, String, i64) {

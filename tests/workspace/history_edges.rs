@@ -386,3 +386,41 @@ fn a_commit_with_a_malformed_author_does_not_fail_the_index() {
         "{listed:?}"
     );
 }
+
+/// A commit message in another encoding (git's `encoding` header, as i18n.commitEncoding
+/// writes it) is read in that encoding, as `git log` shows it (found in review).
+#[test]
+fn a_latin1_commit_message_is_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("l");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T10:00:00Z",
+        ANN,
+    );
+    std::fs::write(repo.join("a.rs"), "a\n").unwrap();
+    std::fs::write(dir.path().join("msg"), b"Caf\xe9 au lait\n").unwrap();
+    git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", ANN);
+    let msg = dir.path().join("msg");
+    git(
+        &repo,
+        &[
+            "-c",
+            "i18n.commitEncoding=ISO-8859-1",
+            "commit",
+            "-q",
+            "-F",
+            msg.to_str().unwrap(),
+        ],
+        "2024-01-01T10:00:00Z",
+        ANN,
+    );
+    assert_eq!(git_out(&repo, &["log", "--format=%s"]), "Café au lait");
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("l", &mut |_| {}).unwrap();
+    let c = ws.commits(None, None, None, None, None, 1).unwrap();
+    assert_eq!(c[0].summary, "Café au lait");
+}
