@@ -1228,3 +1228,373 @@ fn runs_show_says_an_observation_was_cut() {
     );
     assert!(text.contains("[18 more lines"), "{text}");
 }
+
+// ---- Terminal escape sequences in untrusted workspace data: written out visibly, never acted on (defects found in review) ----
+
+/// The characters a terminal acts on that untrusted text must not carry to it: C0 controls
+/// other than new line and tab, DEL, C1 controls, and the bidi overrides and isolates.
+fn term_controls(s: &str) -> Vec<String> {
+    s.lines()
+        .filter(|l| {
+            l.chars().any(|c| {
+                (c.is_control() && c != '\t')
+                    || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            })
+        })
+        .map(|l| format!("{l:?}"))
+        .collect()
+}
+
+/// A git repository in a folder whose name carries an escape sequence, with a file whose name
+/// and text carry them, a commit message and author that do, and an imported issue whose title
+/// and body do. Returns the folder.
+fn hostile_workspace(home: &Path) -> std::path::PathBuf {
+    let repo = home.join("proj\u{1b}]0;pwned-title\u{7}");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::write(
+        repo.join("src/lib.rs"),
+        "// frobnicate \u{1b}[2J\u{1b}[H$ rm -rf ~ \u{1b}]52;c;cHduZWQ=\u{7} done\n\
+         pub fn frobnicate_widget() {} // safe\rEVIL \u{202e}txt.exe\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("frob\u{1b}[31mnicate.md"),
+        "# Frobnicate\n\nwidget frobnicate notes\n",
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .env("GIT_AUTHOR_NAME", "Ann\u{1b}[8m hidden")
+            .env("GIT_AUTHOR_EMAIL", "ann@x.org")
+            .env("GIT_COMMITTER_NAME", "Ann")
+            .env("GIT_COMMITTER_EMAIL", "ann@x.org")
+            .env("HOME", home)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "-A"]);
+    git(&[
+        "commit",
+        "-q",
+        "-m",
+        "Frobnicate widget \u{1b}]8;;https://evil.example/\u{1b}\\click\u{1b}]8;;\u{1b}\\ fix",
+    ]);
+    let out = burrow(
+        home,
+        &["workspace", "add", repo.to_str().unwrap(), "--json"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let issues = home.join("issues.json");
+    std::fs::write(
+        &issues,
+        r#"[{"number": 4, "title": "Widget frobnicate \u001b]0;owned\u0007 slow\r[ok] all fine", "state": "open", "body": "frobnicate \u001b[2J\u001b[Hbody", "user": {"login": "bob\u001b[5m"}}]"#,
+    )
+    .unwrap();
+    let out = burrow(
+        home,
+        &[
+            "workspace",
+            "import",
+            issues.to_str().unwrap(),
+            "--repo",
+            "acme/proj",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo
+}
+
+#[test]
+fn term_search_prints_no_raw_controls() {
+    let home = tempfile::tempdir().unwrap();
+    hostile_workspace(home.path());
+    let out = burrow(
+        home.path(),
+        &["search", "frobnicate widget", "--limit", "20"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let bad = term_controls(&stdout);
+    assert!(
+        bad.is_empty(),
+        "search printed terminal controls:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn term_search_json_stays_valid() {
+    let home = tempfile::tempdir().unwrap();
+    hostile_workspace(home.path());
+    let out = burrow(
+        home.path(),
+        &["search", "frobnicate widget", "--json", "--limit", "20"],
+    );
+    let v = json(&out);
+    assert!(v.to_string().contains("\\u001b"), "{v}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
+    let out = burrow(home.path(), &["workspace", "status", "--json"]);
+    json(&out);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
+}
+
+#[test]
+fn term_tool_prints_no_raw_controls() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = hostile_workspace(home.path());
+    let name = repo.file_name().unwrap().to_str().unwrap().to_string();
+    let mut bad = Vec::new();
+    for (tool, args) in [
+        (
+            "get_issue",
+            r#"{"repo": "acme/proj", "number": 4}"#.to_string(),
+        ),
+        (
+            "read_file",
+            serde_json::json!({"repo": name, "path": "src/lib.rs"}).to_string(),
+        ),
+        ("search_commits", r#"{"query": "frobnicate"}"#.to_string()),
+        (
+            "list_directory",
+            serde_json::json!({"repo": name, "path": ""}).to_string(),
+        ),
+        ("list_repositories", "{}".to_string()),
+    ] {
+        let out = burrow(home.path(), &["tool", tool, &args]);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        for l in term_controls(&stdout) {
+            bad.push(format!("{tool}: {l}"));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "tool printed terminal controls:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn term_workspace_status_and_add_print_no_raw_controls() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = hostile_workspace(home.path());
+    let out = burrow(home.path(), &["workspace", "status"]);
+    let mut bad: Vec<String> = term_controls(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
+        .map(|l| format!("status: {l}"))
+        .collect();
+    let out = burrow(home.path(), &["workspace", "reindex"]);
+    bad.extend(
+        term_controls(&String::from_utf8_lossy(&out.stdout))
+            .into_iter()
+            .map(|l| format!("reindex: {l}")),
+    );
+    let _ = repo;
+    assert!(
+        bad.is_empty(),
+        "workspace printed terminal controls:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn term_runs_show_and_list_print_no_raw_controls() {
+    use burrow::agent::record::{RunStatus, StepRecord};
+    use burrow::agent::RunStore;
+    use burrow::tools::Locator;
+    let home = tempfile::tempdir().unwrap();
+    let ws = burrow::workspace::Workspace::open_at(&home.path().join("workspace.db")).unwrap();
+    let r = ws
+        .start_run("explain issue \u{1b}]0;t\u{7}", None, "json-typed")
+        .unwrap();
+    ws.save_step(
+        &r,
+        &StepRecord {
+            thought: "the file says \u{1b}[2J".into(),
+            observation: Some("// frobnicate \u{1b}]52;c;cHduZWQ=\u{7}\nsafe\rEVIL".into()),
+            final_answer: Some("see \u{202e}txt.exe".into()),
+            citations: vec![Locator::file("proj", "frob\u{1b}[31mnicate.md", Some(1))],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    ws.finish_run(&r, RunStatus::Succeeded, Some("see \u{202e}txt.exe"), None)
+        .unwrap();
+    let out = burrow(home.path(), &["runs", "show", &r.id.to_string()]);
+    let mut bad: Vec<String> = term_controls(&String::from_utf8_lossy(&out.stdout))
+        .into_iter()
+        .map(|l| format!("show: {l}"))
+        .collect();
+    let out = burrow(home.path(), &["runs", "list"]);
+    bad.extend(
+        term_controls(&String::from_utf8_lossy(&out.stdout))
+            .into_iter()
+            .map(|l| format!("list: {l}")),
+    );
+    assert!(
+        bad.is_empty(),
+        "runs printed terminal controls:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn term_models_info_prints_no_raw_controls() {
+    let home = tempfile::tempdir().unwrap();
+    let extra = home.path().join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    let evil = extra.join("evil.gguf");
+    burrow::llm::gguf::rewrite_metadata(
+        &common::smollm2(),
+        &evil,
+        &[burrow::llm::gguf::MetaEdit::Set(
+            "general.name".into(),
+            burrow::llm::gguf::MetaValue::String("Evil\u{1b}]0;pwned\u{7}\u{1b}[2J".into()),
+        )],
+    )
+    .unwrap();
+    let mut bad = Vec::new();
+    for args in [
+        vec!["models", "info", evil.to_str().unwrap()],
+        vec!["models", "list"],
+    ] {
+        let out = burrow_cmd(home.path(), &args)
+            .env("BURROW_MODEL_DIRS", &extra)
+            .output()
+            .unwrap();
+        for l in term_controls(&String::from_utf8_lossy(&out.stdout)) {
+            bad.push(format!("{}: {l}", args[1]));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "models printed terminal controls:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn term_ask_prints_no_raw_controls() {
+    let _g = common::exclusive();
+    let home = tempfile::tempdir().unwrap();
+    hostile_workspace(home.path());
+    let out = burrow(
+        home.path(),
+        &[
+            "ask",
+            "frobnicate widget",
+            "--max-steps",
+            "2",
+            "--check-matches",
+            "0",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let bad = term_controls(&stdout);
+    assert!(
+        bad.is_empty(),
+        "ask printed terminal controls:\n{}\n--- stderr: {}",
+        bad.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn term_stderr_lines_carry_no_raw_controls() {
+    let home = tempfile::tempdir().unwrap();
+    let repo = hostile_workspace(home.path());
+    let mut bad = Vec::new();
+    // A plain folder named with an escape sequence: its note goes through the progress bars'
+    // println on a terminal (run under a pseudo-terminal with script(1)).
+    let plain = home.path().join("plain\u{1b}]0;pwned\u{7}dir");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::write(plain.join("a.md"), "hello\n").unwrap();
+    let shell = format!("{} workspace add \"$DIR\"", env!("CARGO_BIN_EXE_burrow"));
+    let out = Command::new("script")
+        .args(["-qec", &shell, "/dev/null"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("BURROW_HOME", home.path())
+        .env("HOME", home.path())
+        .env("DIR", &plain)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    // The progress bars' own codes are Burrow's; the folder's sequence must not be raw.
+    for l in term_controls(&String::from_utf8_lossy(&out.stdout)) {
+        if l.contains("\u{1b}]0;pwned") {
+            bad.push(format!("add on a tty: {l}"));
+        }
+    }
+    // A repository whose folder is gone: reindex names it on stderr.
+    std::fs::remove_dir_all(&repo).unwrap();
+    let out = burrow(home.path(), &["workspace", "reindex"]);
+    for l in term_controls(&String::from_utf8_lossy(&out.stderr)) {
+        bad.push(format!("reindex stderr: {l}"));
+    }
+    assert!(
+        bad.is_empty(),
+        "stderr carried terminal controls:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn term_serve_log_carries_no_raw_controls() {
+    use std::io::BufRead;
+    let _g = common::exclusive();
+    let home = tempfile::tempdir().unwrap();
+    let evil = home.path().join("evil.gguf");
+    burrow::llm::gguf::rewrite_metadata(
+        &common::smollm2(),
+        &evil,
+        &[burrow::llm::gguf::MetaEdit::Set(
+            "general.name".into(),
+            burrow::llm::gguf::MetaValue::String("Evil\u{1b}]0;pwned\u{7}\u{1b}[2J".into()),
+        )],
+    )
+    .unwrap();
+    let mut child = burrow_cmd(
+        home.path(),
+        &[
+            "serve",
+            "--port",
+            "0",
+            "-m",
+            evil.to_str().unwrap(),
+            "--ctx",
+            "512",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut line = String::new();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    loop {
+        line.clear();
+        if err.read_line(&mut line).unwrap() == 0 || line.starts_with("serving") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let bad = term_controls(&line);
+    assert!(
+        bad.is_empty(),
+        "serve's log carried terminal controls:\n{}",
+        bad.join("\n")
+    );
+}

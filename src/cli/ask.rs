@@ -115,7 +115,7 @@ pub fn ask(home: &BurrowHome, args: AskArgs) -> Result<ExitCode> {
     };
     // The MCP servers in the settings: their tools join the toolbelt for this run.
     for problem in app.connect_mcp_servers() {
-        eprintln!("{problem}");
+        eprintln!("{}", super::term_line(&problem.to_string()));
     }
     let mut config = AgentConfig {
         protocol,
@@ -230,6 +230,7 @@ impl Printer {
                 ..
             } => {
                 let id = run_id.map(|i| format!("run {i}, ")).unwrap_or_default();
+                let model = super::term_line(model);
                 println!("{}", self.dim(&format!("[{id}{model}, {protocol}]")));
             }
             AgentEvent::StepStarted { index } => {
@@ -237,20 +238,20 @@ impl Printer {
                 println!("\n── step {} ──", index + 1);
             }
             AgentEvent::Token { text, .. } => {
-                print!("{}", self.dim(text));
+                print!("{}", self.dim(&super::term(text)));
                 self.in_output = true;
                 let _ = std::io::stdout().flush();
             }
             AgentEvent::StepFinished { step } => {
                 self.end_output();
                 if !step.thought.is_empty() {
-                    println!("thought: {}", step.thought);
+                    println!("thought: {}", super::term_line(&step.thought));
                 }
                 if let Some(a) = &step.action {
                     println!(
                         "action: {} {}",
-                        a.tool,
-                        serde_json::Value::Object(a.args.clone())
+                        super::term_line(&a.tool),
+                        super::term_line(&serde_json::Value::Object(a.args.clone()).to_string())
                     );
                 }
                 if let Some(text) = &step.observation {
@@ -266,7 +267,7 @@ impl Printer {
                         } else {
                             "  ".into()
                         };
-                        println!("{head}{line}");
+                        println!("{head}{}", super::term_line(line));
                     }
                     if lines.len() > 15 {
                         println!("  … {} more lines", lines.len() - 15);
@@ -277,7 +278,12 @@ impl Printer {
                 self.end_output();
                 println!("plan:");
                 for i in items {
-                    println!("  [{}] {}: {}", i.status.as_str(), i.id, i.title);
+                    println!(
+                        "  [{}] {}: {}",
+                        i.status.as_str(),
+                        i.id,
+                        super::term_line(&i.title)
+                    );
                 }
             }
             AgentEvent::ContextSummarized {
@@ -296,7 +302,7 @@ impl Printer {
             AgentEvent::Final { .. } => self.end_output(),
             AgentEvent::Error { message } => {
                 self.end_output();
-                eprintln!("error: {message}");
+                eprintln!("error: {}", super::term_line(message));
             }
         }
     }
@@ -306,7 +312,7 @@ impl Printer {
         println!();
         match &o.final_answer {
             Some(a) => {
-                println!("{a}");
+                println!("{}", super::term(a));
                 if let Some(step) = o.steps.iter().rev().find(|s| s.final_answer.is_some()) {
                     for line in super::answer_sources(step) {
                         println!("{line}");

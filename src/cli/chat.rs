@@ -211,7 +211,7 @@ pub fn chat(home: &BurrowHome, args: ChatArgs) -> Result<ExitCode> {
 fn stream_reply(generation: burrow::llm::Generation) -> Result<String> {
     let mut out = std::io::stdout();
     let completion = generation.wait(|t| {
-        let _ = out.write_all(t.as_bytes());
+        let _ = out.write_all(super::term(t).as_bytes());
         let _ = out.flush();
     })?;
     println!();

@@ -157,7 +157,7 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
                 };
                 let s = app.eval_question(&*loaded.model, config, q, &mut |_| {})?;
                 if !args.json {
-                    eprintln!("{}", line(&s));
+                    eprintln!("{}", super::term(&line(&s)));
                 }
                 if let Some(f) = out.as_mut() {
                     writeln!(f, "{}", serde_json::to_string(&s)?)?;

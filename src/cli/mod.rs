@@ -27,6 +27,44 @@ pub fn report(e: &anyhow::Error) -> String {
     out
 }
 
+/// `s` as a terminal shows it and does nothing else with it: the workspace's text (a commit
+/// message, an issue's title, a file name) can hold escape sequences that clear the screen,
+/// set the window title, write the clipboard (OSC 52) or make a link, a carriage return that
+/// overwrites the line, or a bidi control that reverses it. Each such character is written out
+/// visibly (`\x1b`, `\u{202e}`); line ends and tabs stay. The CLI's own colours are added after.
+pub fn term(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            // A CR LF is a line end; a CR alone went back over the line.
+            '\r' if chars.peek() == Some(&'\n') => {}
+            c if unsafe_char(c) => {
+                if (c as u32) < 0x100 {
+                    out.push_str(&format!("\\x{:02x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\u{{{:x}}}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `term` for a field shown on one line (a title, a name, a path, a task): its line ends are
+/// spaces.
+pub fn term_line(s: &str) -> String {
+    term(s).replace(['\n', '\r'], " ")
+}
+
 /// What a final answer rests on, each on a line under it: the items it cites (which the run
 /// saw, as the app links them) and what its text names that the run never saw. A small
 /// model's answer text can be a word copied from what it read ("Words"); its citation is
@@ -34,13 +72,17 @@ pub fn report(e: &anyhow::Error) -> String {
 pub fn answer_sources(step: &burrow::agent::record::StepRecord) -> Vec<String> {
     let mut out = Vec::new();
     if !step.citations.is_empty() {
-        let cited: Vec<String> = step.citations.iter().map(|c| c.cite()).collect();
+        let cited: Vec<String> = step
+            .citations
+            .iter()
+            .map(|c| term_line(&c.cite()))
+            .collect();
         out.push(format!("sources: {}", cited.join(", ")));
     }
     if !step.unseen.is_empty() {
         out.push(format!(
             "named, never seen by this run: {}",
-            step.unseen.join(", ")
+            term_line(&step.unseen.join(", "))
         ));
     }
     out

@@ -313,9 +313,9 @@ fn models_list(home: &BurrowHome, json: bool) -> Result<ExitCode> {
         };
         println!(
             "{:<40} {:<9} {:<10} {:>7} {:<8} {:>10} {:>8} {:<8} {:<18} {}",
-            truncate(&m.name, 40),
+            truncate(&super::term_line(&m.name), 40),
             use_,
-            truncate(&m.architecture, 10),
+            truncate(&super::term_line(&m.architecture), 10),
             m.parameters_label(),
             m.quantization,
             human_bytes(m.file_size),
@@ -390,7 +390,7 @@ fn models_info(home: &BurrowHome, query: &str, json: bool) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("name:              {}", info.name);
+    println!("name:              {}", super::term_line(&info.name));
     println!("path:              {}", info.path.display());
     println!("found in:          {}", info.source.label());
     println!(
@@ -663,7 +663,7 @@ pub fn load_local(home: &BurrowHome, args: &ModelArgs) -> Result<(Arc<LoadedMode
     let info = find_model(home, args.model.as_deref())?;
     let engine = LlamaEngine::new()?;
     let tty = std::io::stderr().is_terminal();
-    let name = info.name.clone();
+    let name = super::term_line(&info.name);
     let loaded = burrow::app::models::load(&engine, info, &args.load_options(), &mut |p| {
         if tty {
             eprint!("\rloading {name} {:>3.0}%", p * 100.0);

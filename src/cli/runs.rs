@@ -72,8 +72,7 @@ fn when(t: i64) -> String {
 fn one_line(r: &RunRecord) -> String {
     // A task typed with new lines (the app's task box takes Shift+Enter) is one row still:
     // each of its lines read as another run.
-    let task: String = r
-        .task
+    let task: String = super::term_line(&r.task)
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -99,10 +98,10 @@ fn print_run(r: &RunRecord) {
         r.id,
         r.status.as_str(),
         r.protocol,
-        r.model.as_deref().unwrap_or("(default model)"),
+        super::term_line(r.model.as_deref().unwrap_or("(default model)")),
         when(r.started_at)
     );
-    println!("task: {}", r.task);
+    println!("task: {}", super::term_line(&r.task));
     for s in &r.steps {
         println!(
             "\nstep {} ({} prompt tokens, {} reused; first token {:.0} ms, decode {:.0} ms, tool {:.0} ms)",
@@ -111,18 +110,18 @@ fn print_run(r: &RunRecord) {
             s.index + 1, s.prompt_tokens, s.cached_tokens, s.ttft_ms, s.decode_ms, s.tool_ms
         );
         if !s.thought.is_empty() {
-            println!("  thought: {}", s.thought);
+            println!("  thought: {}", super::term_line(&s.thought));
         }
         if let Some(a) = &s.action {
             println!(
                 "  action: {} {}",
-                a.tool,
-                serde_json::Value::Object(a.args.clone())
+                super::term_line(&a.tool),
+                super::term_line(&serde_json::Value::Object(a.args.clone()).to_string())
             );
         }
         if let Some(o) = &s.observation {
             for line in o.lines().take(OBSERVATION_LINES) {
-                println!("  | {line}");
+                println!("  | {}", super::term_line(line));
             }
             // Cut with no sign, an observation read as all the step saw.
             let more = o.lines().count().saturating_sub(OBSERVATION_LINES);
@@ -134,19 +133,19 @@ fn print_run(r: &RunRecord) {
             }
         }
         if let Some(e) = &s.error {
-            println!("  error: {e}");
+            println!("  error: {}", super::term_line(e));
         }
         if let Some(f) = &s.final_answer {
-            println!("  final: {f}");
+            println!("  final: {}", super::term(f));
             for line in super::answer_sources(s) {
                 println!("  {line}");
             }
         }
     }
     if let Some(f) = &r.final_answer {
-        println!("\nfinal answer: {f}");
+        println!("\nfinal answer: {}", super::term(f));
     }
     if let Some(e) = &r.error {
-        println!("\nerror: {e}");
+        println!("\nerror: {}", super::term_line(e));
     }
 }

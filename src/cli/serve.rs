@@ -101,7 +101,7 @@ pub fn serve(home: &BurrowHome, args: ServeArgs) -> Result<ExitCode> {
     let d = model.model.descriptor();
     eprintln!(
         "serving {} at {} (context {} tokens); Ctrl-C stops",
-        d.name,
+        super::term_line(&d.name),
         running.url(),
         d.context_length
     );

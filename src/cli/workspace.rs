@@ -127,15 +127,15 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                     let r = &s.repo;
                     println!(
                         "{}  [{}{}]{}",
-                        r.name,
+                        super::term_line(&r.name),
                         r.status,
                         r.error
                             .as_deref()
-                            .map(|e| format!(": {e}"))
+                            .map(|e| format!(": {}", super::term_line(e)))
                             .unwrap_or_default(),
                         r.root
                             .as_ref()
-                            .map(|p| format!("  {}", p.display()))
+                            .map(|p| format!("  {}", super::term_line(&p.display().to_string())))
                             .unwrap_or_default()
                     );
                     println!(
@@ -177,7 +177,7 @@ pub fn run(home: &BurrowHome, command: WorkspaceCommand) -> Result<ExitCode> {
                 return Ok(code);
             }
             for f in &failed {
-                eprintln!("error: {f}");
+                eprintln!("error: {}", super::term_line(&f.to_string()));
             }
             anyhow::bail!(
                 "{} of {} repositories could not be indexed",
@@ -279,7 +279,7 @@ fn with_progress<T, E>(
             bar.set_position(done);
         }
         IndexEvent::Note { message, .. } => {
-            let _ = multi.println(format!("note: {message}"));
+            let _ = multi.println(format!("note: {}", super::term_line(&message)));
         }
     });
     for b in bars.values() {
@@ -340,7 +340,7 @@ fn print_reports(reports: &[IndexReport], json: bool) -> Result<ExitCode> {
         }
         println!(
             "{} ({:.1} s): {}",
-            r.repo,
+            super::term_line(&r.repo),
             r.elapsed_ms / 1000.0,
             parts.join("; ")
         );
@@ -423,12 +423,12 @@ pub fn search(home: &BurrowHome, args: SearchArgs) -> Result<ExitCode> {
             "{:>2}. [{}] {} {}  {}{linked}{also}",
             args.offset + i + 1,
             h.kind,
-            h.repo,
-            h.location(),
-            h.title
+            super::term_line(&h.repo),
+            super::term_line(&h.location()),
+            super::term_line(&h.title)
         );
         for line in h.snippet.lines().take(4) {
-            println!("      {line}");
+            println!("      {}", super::term_line(line));
         }
     }
     if let Some(next) = page.next_offset {
@@ -485,7 +485,7 @@ pub fn tool(home: &BurrowHome, args: ToolArgs) -> Result<ExitCode> {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&out.data)?);
             } else {
-                print!("{}", out.text);
+                print!("{}", super::term(&out.text));
                 if !out.text.ends_with('\n') {
                     println!();
                 }
