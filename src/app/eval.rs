@@ -104,17 +104,25 @@ impl Accepted {
     }
 
     /// Whether something the answer's text names is this item (the text names no repository).
-    fn named_by(&self, m: &Mention) -> bool {
+    /// `files_ending`: how many of the workspace's files a path's end names.
+    fn named_by(&self, m: &Mention, files_ending: &dyn Fn(&str) -> usize) -> bool {
         match (self, m) {
             (Accepted::Number { number, .. }, Mention::Number(n)) => n == number,
             (Accepted::Number { number, repo }, Mention::RepoNumber { repo: r, number: n }) => {
-                n == number && r.eq_ignore_ascii_case(repo)
+                n == number && crate::tools::locator::same_repo(repo, r)
             }
-            // A path's end counts only with a folder in it: a bare `README.md` is the root's,
-            // not a crate's, and a bare `lib.rs` is any crate's.
-            (Accepted::File { path, .. }, Mention::Path(p)) => {
+            // A path's end counts only with a folder in it (a bare `README.md` is the root's,
+            // not a crate's), and only where it names one file (`src/lib.rs` is nine crates'
+            // and was counted as the one accepted). The repository's name as a folder
+            // (`ripgrep/README.md`) is the repository's root.
+            (Accepted::File { path, repo }, Mention::Path(p)) => {
                 let p = p.trim_start_matches("./");
-                p == path || (p.contains('/') && path.ends_with(&format!("/{p}")))
+                let short = repo.rsplit('/').next().unwrap_or(repo);
+                p == path
+                    || [repo.as_str(), short]
+                        .iter()
+                        .any(|r| p.strip_prefix(&format!("{r}/")) == Some(path.as_str()))
+                    || (p.contains('/') && path.ends_with(&format!("/{p}")) && files_ending(p) <= 1)
             }
             (Accepted::Commit { hash, .. }, Mention::Hash(h)) => {
                 let h = h.to_ascii_lowercase();
@@ -195,6 +203,18 @@ pub struct Scored {
 
 /// Scores a run's outcome against a question.
 pub fn score(q: &Question, model: &str, protocol: &str, o: &RunOutcome, wall_s: f64) -> Scored {
+    score_in(q, model, protocol, o, wall_s, &|_| 1)
+}
+
+/// `score`, with how many of the workspace's files a path's end names.
+pub fn score_in(
+    q: &Question,
+    model: &str,
+    protocol: &str,
+    o: &RunOutcome,
+    wall_s: f64,
+    files_ending: &dyn Fn(&str) -> usize,
+) -> Scored {
     let accepted: Vec<Accepted> = q.accept.iter().filter_map(|a| Accepted::parse(a)).collect();
     let last: Option<&StepRecord> = o.steps.iter().rev().find(|s| s.final_answer.is_some());
     let answer = o.final_answer.clone();
@@ -212,7 +232,7 @@ pub fn score(q: &Question, model: &str, protocol: &str, o: &RunOutcome, wall_s: 
         let cited = last.is_some_and(|s| s.citations.iter().any(|c| c.is_named_by(&m)));
         if !cited && !named.contains(&m.text()) {
             named.push(m.text());
-            correct.push(accepted.iter().any(|a| a.named_by(&m)));
+            correct.push(accepted.iter().any(|a| a.named_by(&m, files_ending)));
         }
     }
     let workspace_call =
@@ -356,12 +376,14 @@ impl App {
         let started = Instant::now();
         let outcome = agent.run(&q.question, &CancelToken::new(), on_event);
         let wall_s = started.elapsed().as_secs_f64();
-        Ok(score(
+        let files_ending = |end: &str| self.workspace.files_ending(end).unwrap_or(usize::MAX);
+        Ok(score_in(
             q,
             &model.descriptor().name,
             &protocol,
             &outcome,
             wall_s,
+            &files_ending,
         ))
     }
 }
@@ -557,5 +579,63 @@ mod tests {
                 .iter()
                 .all(|m| !matches!(m, Mention::Path(_)))
         );
+    }
+
+    // Answers as models write them (found in review).
+    fn right(accept: &str, text: &str) -> (bool, Vec<String>) {
+        let s = score(
+            &question(&[accept]),
+            "m",
+            "p",
+            &finished(text, vec![], vec![]),
+            1.0,
+        );
+        (s.correct, s.named)
+    }
+
+    /// `gui#907`, the short form `mentions` now reads, is bitcoin-core/gui#907.
+    #[test]
+    fn short_repo_form_is_the_accepted_item() {
+        let (ok, named) = right("bitcoin-core/gui#907", "It was fixed by gui#907.");
+        assert!(ok, "counted wrong; named {named:?}");
+    }
+
+    /// A path's end shared by many crates (`src/lib.rs`) is not the accepted crate's file.
+    #[test]
+    fn ambiguous_path_end_is_not_the_accepted_file() {
+        let q = question(&["ripgrep:crates/cli/src/lib.rs"]);
+        let o = finished("It is in src/lib.rs.", vec![], vec![]);
+        // Nine crates have a src/lib.rs; one has cli/src/lib.rs.
+        let files = |end: &str| if end == "src/lib.rs" { 9 } else { 1 };
+        let s = score_in(&q, "m", "p", &o, 1.0, &files);
+        assert!(!s.correct, "counted right; named {:?}", s.named);
+        let o = finished("It is in cli/src/lib.rs.", vec![], vec![]);
+        assert!(score_in(&q, "m", "p", &o, 1.0, &files).correct);
+    }
+
+    /// A file named with its repository as the tools print it (`ripgrep:path`), a path
+    /// without an extension (a benchmark summary), is the file.
+    #[test]
+    fn summary_named_with_its_repository_is_the_file() {
+        let f = "ripgrep:benchsuite/runs/2016-12-30-archlinux-cheetah/summary";
+        let (ok, named) = right(f, &format!("The timings are in {f}."));
+        assert!(ok, "counted wrong; named {named:?}");
+    }
+
+    /// `ripgrep/README.md` (the repository's name as a folder) is the root README.
+    #[test]
+    fn repo_as_folder_is_the_file() {
+        let (ok, named) = right("ripgrep:README.md", "See ripgrep/README.md.");
+        assert!(ok, "counted wrong; named {named:?}");
+    }
+
+    /// A pull request's URL names it.
+    #[test]
+    fn url_is_the_pull_request() {
+        let (ok, named) = right(
+            "bitcoin-core/gui#907",
+            "Fixed by https://github.com/bitcoin-core/gui/pull/907.",
+        );
+        assert!(ok, "counted wrong; named {named:?}");
     }
 }

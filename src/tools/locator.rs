@@ -199,19 +199,23 @@ impl Mention {
     }
 }
 
-/// What `mentions` finds: `#12` (not `&#12;`) or `issue 12`, `PR 12`, `pull request 12`,
+/// What `mentions` finds: a GitHub issue's or pull request's URL; `#12` (not `&#12;`) or
+/// `issue 12`, `PR 12`, `pull request 12`,
 /// `issue#12`; `owner/repo#12` and `repo#12` (as Burrow cites an issue of a repository named
 /// without its owner: `ripgrep#2690`, which was no mention, so an invented one passed); a
-/// commit hash; a path.
+/// commit hash; a path, also as the tools write one with its repository (`ripgrep:a/b/summary`,
+/// which without an extension was no path).
 const MENTIONS: &str = r#"(?x)
-    \b(?P<repo>[\w.-]+/[\w.-]+)\#(?P<repo_num>[0-9]{1,9})\b
+    https?://github\.com/(?P<url_repo>[\w.-]+/[\w.-]+)/(?:pull|issues)/(?P<url_num>[0-9]{1,9})\b
+    | \b(?P<repo>[\w.-]+/[\w.-]+)\#(?P<repo_num>[0-9]{1,9})\b
     | (?:^|[^\w&/])\#(?P<num>[0-9]{1,9})\b
     | (?:^|[\s(\[{,;:"'`])(?P<short>[A-Za-z][\w.-]+)\#(?P<short_num>[0-9]{1,9})\b
     | \b(?i:issue|pr|pull\s+request)\s+\#?(?P<named>[0-9]{1,9})\b
     | \b(?P<hash>[0-9a-fA-F]{7,40})\b
     | (?P<path>(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}
         | [\w-]+\.(?:rs|md|toml|json|ya?ml|txt|cpp|cc|h|hpp|c|py|ts|js|sh|ui|qrc|in|ac|am))\b
-    | (?:^|[^\w/:.-])(?P<bare>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b"#;
+    | (?:^|[^\w/:.-])(?P<bare>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b
+    | \b[\w.-]+:(?P<repo_path>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b"#;
 
 /// The issues, commits and files a text names, in order, each once. What a model writes in
 /// an answer is read with this to flag what the run never saw.
@@ -227,7 +231,10 @@ pub fn mentions(text: &str) -> Vec<Mention> {
     };
     let mut out: Vec<Mention> = Vec::new();
     for c in re.captures_iter(text) {
-        let m = if let (Some(r), Some(n)) = (c.name("repo"), c.name("repo_num")) {
+        let m = if let (Some(r), Some(n)) = (
+            c.name("url_repo").or_else(|| c.name("repo")),
+            c.name("url_num").or_else(|| c.name("repo_num")),
+        ) {
             n.as_str().parse().ok().map(|number| Mention::RepoNumber {
                 repo: r.as_str().to_string(),
                 number,
@@ -257,6 +264,7 @@ pub fn mentions(text: &str) -> Vec<Mention> {
         } else {
             c.name("path")
                 .or_else(|| c.name("bare"))
+                .or_else(|| c.name("repo_path"))
                 .map(|p| Mention::Path(p.as_str().to_string()))
         };
         if let Some(m) = m {

@@ -133,3 +133,24 @@ fn a_same_size_edit_within_the_files_time_tick_is_indexed() {
     assert_eq!(hits.len(), 1, "the edit was missed: {hits:?}");
     assert!(crate::search(&ws, "alpha", &[]).is_empty());
 }
+
+/// How many files a path's end names, which the evaluation asks before it counts an answer's
+/// `src/lib.rs` as the accepted crate's (it was nine crates').
+#[test]
+fn files_ending_counts_the_files_a_paths_end_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("p");
+    for f in ["a/src/lib.rs", "b/src/lib.rs", "c/main.rs", "xsrc/lib.rs"] {
+        let path = root.join(f);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "fn x() {}\n").unwrap();
+    }
+    let ws = crate::open(&dir.path().join("home"));
+    ws.add_repo(&root, None).unwrap();
+    ws.index_repo("p", &mut |_| {}).unwrap();
+    let n = |end: &str| ws.files_ending(end).unwrap();
+    assert_eq!(
+        (n("src/lib.rs"), n("a/src/lib.rs"), n("main.rs"), n("lib.rs")),
+        (2, 1, 1, 3)
+    );
+}

@@ -31,6 +31,21 @@ pub struct DirEntry {
 }
 
 impl Workspace {
+    /// How many indexed files, in every repository, `end` is the path or the end of the path
+    /// of (after a `/`).
+    pub fn files_ending(&self, end: &str) -> Result<usize, WorkspaceError> {
+        let suffix = format!("/{end}");
+        self.conn()
+            .query_row(
+                "SELECT count(*) FROM files WHERE path = ?1
+                     OR (length(path) > length(?2) AND substr(path, -length(?2)) = ?2)",
+                params![end, suffix],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .map_err(db_err("counting files by the end of their path"))
+    }
+
     /// Lines `start..=end` (1-based) of an indexed file, at most `max_lines` and `max_bytes`.
     pub fn read_file(
         &self,
