@@ -150,7 +150,12 @@ fn files_ending_counts_the_files_a_paths_end_names() {
     ws.index_repo("p", &mut |_| {}).unwrap();
     let n = |end: &str| ws.files_ending(end).unwrap();
     assert_eq!(
-        (n("src/lib.rs"), n("a/src/lib.rs"), n("main.rs"), n("lib.rs")),
+        (
+            n("src/lib.rs"),
+            n("a/src/lib.rs"),
+            n("main.rs"),
+            n("lib.rs")
+        ),
         (2, 1, 1, 3)
     );
 }
