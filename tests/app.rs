@@ -875,3 +875,26 @@ fn history_sees_a_run_whose_process_died_while_the_app_is_open() {
         listed[0].status
     );
 }
+
+/// Unload pressed while another model loads is refused: it unloaded the engine's model under
+/// the load (found in review).
+#[test]
+fn unload_is_refused_while_a_model_loads() {
+    let f = fixture();
+    f.app
+        .set_model(Arc::new(FakeModel::new([answer("old")])), status("fake"));
+    let smollm2 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let mut unloaded = None;
+    f.app
+        .load_model(Some(smollm2.to_str().unwrap()), &mut |e| {
+            if matches!(e, AppEvent::LoadProgress { .. }) && unloaded.is_none() {
+                unloaded = Some(f.app.unload_model());
+            }
+        })
+        .unwrap();
+    assert!(
+        matches!(unloaded, Some(Err(AppError::LoadInProgress))),
+        "{unloaded:?}"
+    );
+}

@@ -668,8 +668,16 @@ impl App {
 
     /// Unloads the model in use and frees its memory. Refused while a run uses it.
     pub fn unload_model(&self) -> Result<bool, AppError> {
-        if lock(&self.run).is_some() {
-            return Err(AppError::RunInProgress);
+        {
+            let run = lock(&self.run);
+            if run.is_some() {
+                return Err(AppError::RunInProgress);
+            }
+            // Unloaded during a switch, the engine dropped the model being loaded under the
+            // load (the button stays enabled while a model loads).
+            if self.loading.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(AppError::LoadInProgress);
+            }
         }
         let had = lock(&self.model).is_some();
         self.put_model(None);
