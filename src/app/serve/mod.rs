@@ -984,6 +984,17 @@ fn llm_error(e: LlmError, api: Api) -> ApiError {
             prompt(),
             format!("the messages cannot be rendered with the model's chat template: {e}"),
         ),
+        // The model was switched or unloaded in the app while the request waited: a 503
+        // the client may retry, not a 500 of the server's own.
+        LlmError::ModelUnloaded => ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: "the model was unloaded or switched in Burrow while this request waited: \
+                      try again"
+                .into(),
+            kind: "server_error",
+            param: None,
+            code: Some("model_not_loaded"),
+        },
         other => ApiError::server(other.to_string()),
     }
 }

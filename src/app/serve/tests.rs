@@ -887,3 +887,12 @@ async fn a_model_is_retrieved_by_id_without_v1() {
     let body = r.text().await.unwrap();
     assert_eq!(status, 200, "{body}");
 }
+
+/// A model unloaded or switched in the app while a request waited is a 503 the client may
+/// retry, not a 500 of the server's own (found in review).
+#[test]
+fn a_model_unloaded_under_a_request_is_a_503() {
+    let e = super::llm_error(crate::llm::LlmError::ModelUnloaded, super::Api::Chat);
+    assert_eq!(e.status.as_u16(), 503);
+    assert_eq!(e.code, Some("model_not_loaded"));
+}
