@@ -228,8 +228,7 @@ impl Agent<'_> {
             return Ok(Next::cancelled());
         }
         let mut record = decoded(index, output, &usage, started);
-        // Without a grammar a model may write anything: only a yes is taken as one.
-        let answers = record.output.trim().to_lowercase().starts_with("yes");
+        let answers = says_yes(&record.output);
         let observation = if answers {
             format!("Then give the final answer, citing {cite}.")
         } else if self.next_to_open_after_no(state, &item) {
@@ -292,6 +291,16 @@ fn same_item(a: &Locator, b: &Locator) -> bool {
 /// The system message of a check's conversation.
 const CHECK_SYSTEM: &str =
     "You check whether an item from a code workspace answers a user's question.";
+
+/// Whether a check's output is a yes. Without a grammar (a server that takes none) a model
+/// may write anything: only a yes is taken as one, dressed as it may be (`**Yes**`, `"yes"`,
+/// which read as no).
+fn says_yes(output: &str) -> bool {
+    output
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
+        .starts_with("yes")
+}
 
 /// What a check may write, and the tokens it may take.
 // GBNF, which every llama.cpp engine takes, in-process or as a remote llama-server.
@@ -415,5 +424,16 @@ mod tests {
             Value::Object(args),
             json!({"query": "Which document explains the long paths?", "kinds": ["doc"], "limit": 5})
         );
+    }
+
+    /// Found in review: without a grammar, `**Yes**` and `"yes"` read as no.
+    #[test]
+    fn a_dressed_yes_is_a_yes() {
+        for yes in ["yes", "Yes.", "**Yes**", "\"yes\"", " YES"] {
+            assert!(super::says_yes(yes), "{yes:?}");
+        }
+        for no in ["no", "**No**", "", "_no_"] {
+            assert!(!super::says_yes(no), "{no:?}");
+        }
     }
 }
