@@ -215,7 +215,7 @@ const MENTIONS: &str = r#"(?x)
     | (?P<path>(?:[\w.-]+/)+[\w.-]*\w\.[A-Za-z0-9]{1,8}
         | [\w-]+\.(?:rs|md|toml|json|ya?ml|txt|cpp|cc|h|hpp|c|py|ts|js|sh|ui|qrc|in|ac|am))\b
     | (?:^|[^\w/:.-])(?P<bare>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b
-    | \b[\w.-]+:(?P<repo_path>(?:[\w.-]+/){2,}[\w.-]*[A-Za-z][\w-]*)\b"#;
+    | (?:^|[\s(\[{,;"'`])[A-Za-z][\w.-]*:(?P<repo_path>[A-Za-z_.][\w.-]*/(?:[\w.-]+/)+[\w.-]*[A-Za-z][\w-]*)\b"#;
 
 /// The issues, commits and files a text names, in order, each once. What a model writes in
 /// an answer is read with this to flag what the run never saw.
@@ -311,5 +311,12 @@ mod tests {
             mentions("What did Issue 431 ask, and did pull request #77 or PR 5 fix it in 2021?"),
             [431, 77, 5].map(Mention::Number)
         );
+    }
+
+    #[test]
+    fn a_url_with_a_port_or_a_time_names_no_path() {
+        let m =
+            mentions("It is served at http://localhost:8080/api/v1/users, and ran at 10:30/am/pm.");
+        assert!(m.iter().all(|m| !matches!(m, Mention::Path(_))), "{m:?}");
     }
 }

@@ -343,10 +343,23 @@ pub fn grammar_ready(schema: &serde_json::Value) -> Result<serde_json::Value, St
                     }
                 }
                 for (k, x) in o {
-                    if matches!(k.as_str(), "$ref" | "$defs" | "definitions") {
-                        continue;
-                    }
-                    out.insert(k.clone(), resolve(x, defs, depth)?);
+                    let x = match k.as_str() {
+                        "$ref" | "$defs" | "definitions" => continue,
+                        // Maps of names to schemas: the names are data (a parameter may be
+                        // called `definitions`), each schema is resolved.
+                        "properties" | "patternProperties" | "dependentSchemas" => match x {
+                            Value::Object(m) => Value::Object(
+                                m.iter()
+                                    .map(|(n, s)| Ok((n.clone(), resolve(s, defs, depth)?)))
+                                    .collect::<Result<_, String>>()?,
+                            ),
+                            other => other.clone(),
+                        },
+                        // Values, not schemas: kept as written.
+                        "default" | "enum" | "const" | "examples" | "required" => x.clone(),
+                        _ => resolve(x, defs, depth)?,
+                    };
+                    out.insert(k.clone(), x);
                 }
                 Ok(Value::Object(out))
             }
@@ -538,5 +551,16 @@ mod tests {
             reg.register(Hello),
             Err(RegistryError::Duplicate(_))
         ));
+    }
+
+    #[test]
+    fn a_parameter_named_definitions_is_kept() {
+        let s = serde_json::json!({
+            "type": "object",
+            "properties": {"definitions": {"type": "string"}, "$defs": {"type": "string"}},
+            "required": ["definitions"]
+        });
+        let r = grammar_ready(&s).unwrap();
+        assert!(r["properties"].get("definitions").is_some(), "{r}");
     }
 }

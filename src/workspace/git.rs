@@ -270,10 +270,10 @@ impl GitRepo {
         let (author_name, author_email, time) = match commit.author() {
             Ok(a) => (
                 decoded(a.name, encoding),
-                a.email.to_str_lossy().into_owned(),
+                decoded(a.email, encoding),
                 a.time().map(|t| t.seconds).unwrap_or(0),
             ),
-            Err(_) => loose_author(&commit.data),
+            Err(_) => loose_author(&commit.data, encoding),
         };
         let message = decoded(commit.message_raw_sloppy(), encoding);
         let summary = message.lines().next().unwrap_or("").trim().to_string();
@@ -608,9 +608,6 @@ fn unified_diff(a: &str, b: &str) -> String {
     .unwrap_or_else(|e| format!("(cannot render the diff: {e})\n"))
 }
 
-/// Orders commits (given newest first, with their parents) so that each comes after those of
-/// its parents that are in the list, the oldest history first. Iterative: a long history is
-/// a deep chain.
 /// The encoding a commit's `encoding` header names (git writes it where the message is not
 /// UTF-8: `i18n.commitEncoding`); none for UTF-8 or a name it does not know.
 fn header_encoding(data: &[u8]) -> Option<&'static encoding_rs::Encoding> {
@@ -632,12 +629,15 @@ fn decoded(bytes: &[u8], encoding: Option<&'static encoding_rs::Encoding>) -> St
 
 /// A commit's author as its raw `author NAME <EMAIL> SECONDS ZONE` line has it, read without
 /// insisting on the form: the name, the email when there is one, the time when it reads.
-fn loose_author(data: &[u8]) -> (String, String, i64) {
+fn loose_author(
+    data: &[u8],
+    encoding: Option<&'static encoding_rs::Encoding>,
+) -> (String, String, i64) {
     let line = data
         .split(|b| *b == b'\n')
         .take_while(|l| !l.is_empty())
         .find_map(|l| l.strip_prefix(b"author "))
-        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .map(|l| decoded(l, encoding))
         .unwrap_or_default();
     let mut words: Vec<&str> = line.split_whitespace().collect();
     let zone = words.last().is_some_and(|w| w.starts_with(['+', '-']));
@@ -656,6 +656,9 @@ fn loose_author(data: &[u8]) -> (String, String, i64) {
     (name, email, time.unwrap_or(0))
 }
 
+/// Orders commits (given newest first, with their parents) so that each comes after those of
+/// its parents that are in the list, the oldest history first. Iterative: a long history is
+/// a deep chain.
 fn parents_first(walked: Vec<(gix::ObjectId, Vec<gix::ObjectId>)>) -> Vec<gix::ObjectId> {
     let index: std::collections::HashMap<gix::ObjectId, usize> = walked
         .iter()

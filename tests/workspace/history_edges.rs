@@ -424,3 +424,54 @@ fn a_latin1_commit_message_is_decoded() {
     let c = ws.commits(None, None, None, None, None, 1).unwrap();
     assert_eq!(c[0].summary, "Café au lait");
 }
+
+fn raw_commit(
+    author_line: &[u8],
+) -> (
+    tempfile::TempDir,
+    std::sync::Arc<burrow::workspace::Workspace>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = build_repo(dir.path());
+    let tree = git_out(&repo, &["rev-parse", "HEAD^{tree}"]);
+    let head = git_out(&repo, &["rev-parse", "HEAD"]);
+    let mut raw = format!("tree {tree}\nparent {head}\n").into_bytes();
+    raw.extend_from_slice(author_line);
+    raw.extend_from_slice(
+        b"\ncommitter Ann <ann@x.org> 1800000000 +0000\nencoding ISO-8859-1\n\nCaf\xe9\n",
+    );
+    let raw_path = dir.path().join("raw");
+    std::fs::write(&raw_path, raw).unwrap();
+    let id = git_out(
+        &repo,
+        &[
+            "hash-object",
+            "-t",
+            "commit",
+            "-w",
+            "--literally",
+            raw_path.to_str().unwrap(),
+        ],
+    );
+    git_out(&repo, &["update-ref", "refs/heads/main", &id]);
+    let ws = open(&dir.path().join("home"));
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("demo", &mut |_| {}).unwrap();
+    (dir, ws)
+}
+
+#[test]
+fn a_latin1_author_without_email_is_decoded() {
+    let (_d, ws) = raw_commit(b"author Jos\xe9 Converter 1800000000 +0000");
+    let c = ws.commits(None, None, None, None, None, 1).unwrap();
+    assert_eq!(c[0].summary, "Café");
+    assert_eq!(c[0].author, "José Converter");
+}
+
+#[test]
+fn a_latin1_email_is_decoded() {
+    let (_d, ws) = raw_commit(b"author Jos\xe9 <jos\xe9@x.org> 1800000000 +0000");
+    let c = ws.commits(None, None, None, None, None, 1).unwrap();
+    assert_eq!(c[0].author, "José");
+    assert_eq!(c[0].email, "josé@x.org");
+}
