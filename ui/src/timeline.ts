@@ -214,6 +214,7 @@ export class Timeline {
       previous.finalAnswer !== run.finalAnswer ||
       previous.status !== run.status ||
       previous.error !== run.error ||
+      previous.summaries !== run.summaries ||
       answerStep(previous) !== answerStep(run)
     ) {
       this.renderTail(run);
@@ -222,6 +223,22 @@ export class Timeline {
 
   private renderTail(run: RunView): void {
     const parts: HTMLElement[] = [];
+    // The agent folded older steps into a summary to stay within the context: said, since the
+    // model answers from the summary and no longer from those steps (it was kept and never shown).
+    for (const s of run.summaries) {
+      parts.push(
+        h(
+          "details",
+          { class: "context-summary muted" },
+          h(
+            "summary",
+            null,
+            `Context summarized after step ${s.afterStep}: ${s.folded} older messages folded`,
+          ),
+          h("div", { class: "summary-text" }, s.text),
+        ),
+      );
+    }
     if (run.finalAnswer !== null) {
       // The answer's sources beside its text: a small model's text can be a word copied from
       // what it read ("Words"), and the item it cites is what the run found.

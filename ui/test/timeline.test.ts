@@ -207,3 +207,20 @@ describe("renderTodos", () => {
     expect(items[1].querySelector(".todo-status")?.textContent).toBe("in progress");
   });
 });
+
+describe("context summaries", () => {
+  // The agent's summaries of older steps were kept in the run's view and never shown (found in
+  // review): the model answers from the summary, so the reader sees that it was made.
+  it("a summarized context is said in the timeline, with its text", () => {
+    let s = runWith(2);
+    s = reduce(
+      s,
+      agent({ type: "context_summarized", summary: "Searched twice; #12 looked right.", messages_folded: 4, summary_tokens: 9 }),
+    );
+    const t = new Timeline(() => undefined);
+    t.update(s.run);
+    const note = t.root.querySelector(".context-summary");
+    expect(note?.textContent).toContain("Context summarized after step 2: 4 older messages folded");
+    expect(note?.textContent).toContain("Searched twice; #12 looked right.");
+  });
+});
