@@ -780,25 +780,37 @@ fn a_run_is_refused_while_a_model_loads() {
 #[test]
 fn a_second_load_leaves_runs_refused_while_the_first_loads() {
     let f = fixture();
-    f.app
-        .set_model(Arc::new(FakeModel::new([answer("old")])), status("fake"));
-    let smollm2 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    let mut refused = None;
-    f.app
-        .load_model(Some(smollm2.to_str().unwrap()), &mut |e| {
-            if matches!(e, AppEvent::LoadProgress { .. }) && refused.is_none() {
-                // The second load, from another command's thread in the app: it fails fast.
-                let second = f.app.load_model(Some("no-such-model"), &mut |_| {});
-                assert!(second.is_err(), "{second:?}");
-                refused = Some(f.app.run(RunTask::New("who wrote it?".into()), &mut |_| {}));
-            }
-        })
-        .unwrap();
+    let refused = while_smollm2_loads(&f, || {
+        // The second load, from another command's thread in the app: it fails fast.
+        let second = f.app.load_model(Some("no-such-model"), &mut |_| {});
+        assert!(second.is_err(), "{second:?}");
+        f.app.run(RunTask::New("who wrote it?".into()), &mut |_| {})
+    });
     assert!(
         matches!(refused, Some(Err(AppError::LoadInProgress))),
         "a run during the first load was not refused: {refused:?}"
     );
+}
+
+/// With a scripted model in use, loads SmolLM2 and does `meanwhile` once the load reports
+/// progress, as another command of the app would while the load goes on. What it gave.
+fn while_smollm2_loads<T>(f: &Fixture, meanwhile: impl FnOnce() -> T) -> Option<T> {
+    f.app
+        .set_model(Arc::new(FakeModel::new([answer("old")])), status("fake"));
+    let smollm2 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    let mut meanwhile = Some(meanwhile);
+    let mut out = None;
+    f.app
+        .load_model(Some(smollm2.to_str().unwrap()), &mut |e| {
+            if matches!(e, AppEvent::LoadProgress { .. }) {
+                if let Some(m) = meanwhile.take() {
+                    out = Some(m());
+                }
+            }
+        })
+        .unwrap();
+    out
 }
 
 #[test]
@@ -881,18 +893,7 @@ fn history_sees_a_run_whose_process_died_while_the_app_is_open() {
 #[test]
 fn unload_is_refused_while_a_model_loads() {
     let f = fixture();
-    f.app
-        .set_model(Arc::new(FakeModel::new([answer("old")])), status("fake"));
-    let smollm2 = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
-    let mut unloaded = None;
-    f.app
-        .load_model(Some(smollm2.to_str().unwrap()), &mut |e| {
-            if matches!(e, AppEvent::LoadProgress { .. }) && unloaded.is_none() {
-                unloaded = Some(f.app.unload_model());
-            }
-        })
-        .unwrap();
+    let unloaded = while_smollm2_loads(&f, || f.app.unload_model());
     assert!(
         matches!(unloaded, Some(Err(AppError::LoadInProgress))),
         "{unloaded:?}"

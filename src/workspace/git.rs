@@ -197,11 +197,7 @@ impl GitRepo {
                 // A shallow clone's boundary: its parents are not there.
                 Err(_) => continue,
             };
-            let parents: Vec<gix::ObjectId> = object
-                .data
-                .split(|b| *b == b'\n')
-                .take_while(|line| !line.is_empty())
-                .filter_map(|line| line.strip_prefix(b"parent "))
+            let parents: Vec<gix::ObjectId> = header_values(&object.data, b"parent ")
                 .filter_map(|hex| gix::ObjectId::from_hex(hex).ok())
                 .collect();
             todo.extend(parents.iter().copied());
@@ -608,12 +604,19 @@ fn unified_diff(a: &str, b: &str) -> String {
     .unwrap_or_else(|e| format!("(cannot render the diff: {e})\n"))
 }
 
+/// The values of a raw commit's header lines named `key` (with its space), in order: the lines
+/// before the blank one that starts the message.
+fn header_values<'a>(data: &'a [u8], key: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    data.split(|b| *b == b'\n')
+        .take_while(|l| !l.is_empty())
+        .filter_map(move |l| l.strip_prefix(key))
+}
+
 /// The encoding a commit's `encoding` header names (git writes it where the message is not
 /// UTF-8: `i18n.commitEncoding`); none for UTF-8 or a name it does not know.
 fn header_encoding(data: &[u8]) -> Option<&'static encoding_rs::Encoding> {
-    data.split(|b| *b == b'\n')
-        .take_while(|l| !l.is_empty())
-        .find_map(|l| l.strip_prefix(b"encoding "))
+    header_values(data, b"encoding ")
+        .next()
         .and_then(encoding_rs::Encoding::for_label)
         .filter(|e| *e != encoding_rs::UTF_8)
 }
@@ -633,10 +636,8 @@ fn loose_author(
     data: &[u8],
     encoding: Option<&'static encoding_rs::Encoding>,
 ) -> (String, String, i64) {
-    let line = data
-        .split(|b| *b == b'\n')
-        .take_while(|l| !l.is_empty())
-        .find_map(|l| l.strip_prefix(b"author "))
+    let line = header_values(data, b"author ")
+        .next()
         .map(|l| decoded(l, encoding))
         .unwrap_or_default();
     let mut words: Vec<&str> = line.split_whitespace().collect();

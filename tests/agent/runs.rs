@@ -223,18 +223,9 @@ fn a_resumed_run_keeps_the_tools_its_toolbelt_added() {
         max_steps: 6,
         ..config(p)
     };
-    let model = FakeModel::new([FakeTurn::text(&call(
-        p,
-        "toolbelt_add_tool",
-        json!({"name": "lookup"}),
-    ))]);
-    let agent = Agent::new(&model, &tools, belt())
-        .unwrap()
-        .with_store(&ws)
-        .with_hook(Arc::new(Crash));
-    let (outcome, _) = run(&agent, "find wallets");
+    let first = call(p, "toolbelt_add_tool", json!({"name": "lookup"}));
+    let outcome = died_after_its_first_step(&ws, &db, &tools, belt(), "find wallets", &first);
     let id = outcome.run_id.unwrap();
-    as_if_its_process_died(&ws, &db, id);
 
     let model = FakeModel::new([
         FakeTurn::text(&call(p, "lookup", json!({"word": "wallet"}))),
@@ -264,6 +255,26 @@ impl Hook for Crash {
     }
 }
 
+/// A run of `task` whose model's first step is `first` and whose process dies after that
+/// step: kept as `burrow ask` killed there leaves it, interrupted. What it did before.
+fn died_after_its_first_step(
+    ws: &burrow::workspace::Workspace,
+    db: &std::path::Path,
+    tools: &burrow::tools::ToolRegistry,
+    cfg: AgentConfig,
+    task: &str,
+    first: &str,
+) -> burrow::agent::RunOutcome {
+    let model = FakeModel::new([FakeTurn::text(first)]);
+    let agent = Agent::new(&model, tools, cfg)
+        .unwrap()
+        .with_store(ws)
+        .with_hook(Arc::new(Crash));
+    let (outcome, _) = run(&agent, task);
+    as_if_its_process_died(ws, db, outcome.run_id.unwrap());
+    outcome
+}
+
 /// Sets run `id` back to running, as a process that died leaves it, and has the workspace mark
 /// it interrupted.
 fn as_if_its_process_died(ws: &burrow::workspace::Workspace, db: &std::path::Path, id: i64) {
@@ -291,19 +302,10 @@ fn a_resumed_run_remembers_its_failed_calls() {
         grammar: false,
         ..config(p)
     };
-    let model = FakeModel::new([FakeTurn::text(&call(
-        p,
-        "lookup",
-        json!({"word": "nothing"}),
-    ))]);
-    let agent = Agent::new(&model, &tools, cfg())
-        .unwrap()
-        .with_store(&ws)
-        .with_hook(Arc::new(Crash));
-    let (outcome, _) = run(&agent, "find nothing");
+    let first = call(p, "lookup", json!({"word": "nothing"}));
+    let outcome = died_after_its_first_step(&ws, &db, &tools, cfg(), "find nothing", &first);
     let id = outcome.run_id.unwrap();
     assert!(outcome.steps[0].error.is_some(), "{outcome:?}");
-    as_if_its_process_died(&ws, &db, id);
 
     let model = FakeModel::new([
         FakeTurn::text(&call(p, "lookup", json!({"word": "nothing"}))),
@@ -359,18 +361,9 @@ fn a_resumed_run_at_a_lower_step_limit_still_answers() {
     let tools = registry(&lookup);
     let p = Protocol::JsonAction;
     // Started with a limit of 6 (`--max-steps 6`), killed after its first step.
-    let model = FakeModel::new([FakeTurn::text(&call(
-        p,
-        "lookup",
-        json!({"word": "wallet"}),
-    ))]);
-    let agent = Agent::new(&model, &tools, config(p))
-        .unwrap()
-        .with_store(&ws)
-        .with_hook(Arc::new(Crash));
-    let (outcome, _) = run(&agent, "find wallets");
+    let first = call(p, "lookup", json!({"word": "wallet"}));
+    let outcome = died_after_its_first_step(&ws, &db, &tools, config(p), "find wallets", &first);
     let id = outcome.run_id.unwrap();
-    as_if_its_process_died(&ws, &db, id);
 
     // Continued without repeating the flag: a lower limit than the run has steps.
     let model = FakeModel::new([FakeTurn::text(&answer(p, "See #918."))]);

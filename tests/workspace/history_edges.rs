@@ -9,6 +9,19 @@ use burrow::workspace::{IndexEvent, IndexPhase};
 use crate::common::git;
 use crate::{build_repo, open, ANN, BOB};
 
+/// An empty git repository `name` in `dir`, on `main`.
+fn new_repo(dir: &Path, name: &str) -> std::path::PathBuf {
+    let repo = dir.join(name);
+    std::fs::create_dir_all(&repo).unwrap();
+    git(
+        &repo,
+        &["init", "-q", "-b", "main"],
+        "2024-01-01T10:00:00Z",
+        ANN,
+    );
+    repo
+}
+
 fn git_out(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
@@ -71,14 +84,7 @@ fn a_commit_made_while_indexing_keeps_the_history() {
 #[test]
 fn a_merge_is_not_a_change_of_the_merged_files() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("m");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(
-        &repo,
-        &["init", "-q", "-b", "main"],
-        "2024-01-01T10:00:00Z",
-        ANN,
-    );
+    let repo = new_repo(dir.path(), "m");
     std::fs::write(repo.join("README.md"), "readme\n").unwrap();
     git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", ANN);
     git(
@@ -136,14 +142,7 @@ fn a_merge_is_not_a_change_of_the_merged_files() {
 #[test]
 fn authors_without_email_are_not_one_person() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("e");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(
-        &repo,
-        &["init", "-q", "-b", "main"],
-        "2024-01-01T10:00:00Z",
-        ANN,
-    );
+    let repo = new_repo(dir.path(), "e");
     std::fs::write(repo.join("a.rs"), "a\n").unwrap();
     git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", ANN);
     git(
@@ -392,14 +391,7 @@ fn a_commit_with_a_malformed_author_does_not_fail_the_index() {
 #[test]
 fn a_latin1_commit_message_is_decoded() {
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("l");
-    std::fs::create_dir_all(&repo).unwrap();
-    git(
-        &repo,
-        &["init", "-q", "-b", "main"],
-        "2024-01-01T10:00:00Z",
-        ANN,
-    );
+    let repo = new_repo(dir.path(), "l");
     std::fs::write(repo.join("a.rs"), "a\n").unwrap();
     std::fs::write(dir.path().join("msg"), b"Caf\xe9 au lait\n").unwrap();
     git(&repo, &["add", "-A"], "2024-01-01T10:00:00Z", ANN);

@@ -180,12 +180,8 @@ impl Server {
     }
 
     fn served(&self) -> Result<Arc<Served>, ApiError> {
-        self.current().ok_or_else(|| ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message: "no model is loaded in Burrow: load one, then try again".into(),
-            kind: "server_error",
-            param: None,
-            code: Some("model_not_loaded"),
+        self.current().ok_or_else(|| {
+            model_not_loaded("no model is loaded in Burrow: load one, then try again")
         })
     }
 
@@ -960,6 +956,18 @@ fn without_native_tools(messages: Vec<ChatMessage>, tools: Option<&ToolSet>) -> 
     out
 }
 
+/// No model to answer with (none loaded, or it went while the request waited): a 503 the
+/// client may retry.
+fn model_not_loaded(message: &str) -> ApiError {
+    ApiError {
+        status: StatusCode::SERVICE_UNAVAILABLE,
+        message: message.into(),
+        kind: "server_error",
+        param: None,
+        code: Some("model_not_loaded"),
+    }
+}
+
 fn llm_error(e: LlmError, api: Api) -> ApiError {
     let prompt = || {
         Some(match api {
@@ -986,15 +994,9 @@ fn llm_error(e: LlmError, api: Api) -> ApiError {
         ),
         // The model was switched or unloaded in the app while the request waited: a 503
         // the client may retry, not a 500 of the server's own.
-        LlmError::ModelUnloaded => ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            message: "the model was unloaded or switched in Burrow while this request waited: \
-                      try again"
-                .into(),
-            kind: "server_error",
-            param: None,
-            code: Some("model_not_loaded"),
-        },
+        LlmError::ModelUnloaded => model_not_loaded(
+            "the model was unloaded or switched in Burrow while this request waited: try again",
+        ),
         other => ApiError::server(other.to_string()),
     }
 }

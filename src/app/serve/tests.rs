@@ -839,23 +839,28 @@ async fn a_model_is_retrieved_by_id_and_paths_without_v1_are_served() {
         ServeOptions::default(),
     )
     .await;
-    let list: Value = reqwest::get(format!("{url}/v1/models"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = list["data"][0]["id"].as_str().unwrap().to_string();
-    let r = reqwest::get(format!("{url}/v1/models/{id}")).await.unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let one: Value = r.json().await.unwrap();
-    assert_eq!(one["id"], id.as_str());
-    let r = reqwest::get(format!("{url}/v1/models/no-such-model"))
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 404);
-    let e: Value = r.json().await.unwrap();
-    assert_eq!(e["error"]["code"], "model_not_found", "{e}");
+    // With `/v1` and without it (`/models/{id}` without it was missed at first).
+    for prefix in ["/v1", ""] {
+        let list: Value = reqwest::get(format!("{url}{prefix}/models"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = list["data"][0]["id"].as_str().unwrap().to_string();
+        let r = reqwest::get(format!("{url}{prefix}/models/{id}"))
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{prefix}");
+        let one: Value = r.json().await.unwrap();
+        assert_eq!(one["id"], id.as_str());
+        let r = reqwest::get(format!("{url}{prefix}/models/no-such-model"))
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 404);
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["error"]["code"], "model_not_found", "{e}");
+    }
     let (status, v) = post(
         &url,
         "/chat/completions",
@@ -864,28 +869,6 @@ async fn a_model_is_retrieved_by_id_and_paths_without_v1_are_served() {
     .await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["choices"][0]["message"]["content"], "ok", "{v}");
-}
-
-/// `/models/{id}` without `/v1` is served as `/models` is (a client whose base URL is
-/// the server's address retrieves a model).
-#[tokio::test(flavor = "multi_thread")]
-async fn a_model_is_retrieved_by_id_without_v1() {
-    let (url, _) = start(
-        FakeModel::new([FakeTurn::text("ok")]),
-        ServeOptions::default(),
-    )
-    .await;
-    let list: Value = reqwest::get(format!("{url}/models"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let id = list["data"][0]["id"].as_str().unwrap().to_string();
-    let r = reqwest::get(format!("{url}/models/{id}")).await.unwrap();
-    let status = r.status().as_u16();
-    let body = r.text().await.unwrap();
-    assert_eq!(status, 200, "{body}");
 }
 
 /// A model unloaded or switched in the app while a request waited is a 503 the client may
