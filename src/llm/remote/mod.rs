@@ -286,7 +286,7 @@ impl LanguageModel for RemoteModel {
 
     fn generate(&self, request: GenerateRequest) -> Result<Generation, LlmError> {
         let started = Instant::now();
-        let prepared = self.prepare(&request)?;
+        let server_request = self.build_request(&request)?;
         let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
         let (generation, sink) = Generation::channel();
         let rt = self
@@ -295,7 +295,7 @@ impl LanguageModel for RemoteModel {
             .ok_or_else(|| LlmError::Worker("the HTTP runtime is gone".into()))?;
         let inner = self.inner.clone();
         let job = Job {
-            request: prepared,
+            request: server_request,
             max_tokens: request.max_tokens,
             started,
             setup_ms,

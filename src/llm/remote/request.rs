@@ -12,7 +12,7 @@ use crate::llm::grammar::{json_schema_to_compact_gbnf, Grammar};
 use crate::llm::template::ChatMessage;
 
 /// A request as it goes to the server.
-pub(super) struct Prepared {
+pub(super) struct ServerRequest {
     pub(super) endpoint: &'static str,
     pub(super) body: Value,
     /// The same request with the grammar as GBNF, for a llama-server built without
@@ -25,7 +25,11 @@ pub(super) struct Prepared {
 }
 
 impl RemoteModel {
-    pub(super) fn prepare(&self, request: &GenerateRequest) -> Result<Prepared, LlmError> {
+    /// `request` as this server takes it: the endpoint, the body and what its stream needs.
+    pub(super) fn build_request(
+        &self,
+        request: &GenerateRequest,
+    ) -> Result<ServerRequest, LlmError> {
         let info = &self.inner.info;
         let llama = info.kind == ServerKind::LlamaServer;
         let mut body = json!({
@@ -140,7 +144,7 @@ impl RemoteModel {
                 }
             }
         }
-        Ok(Prepared {
+        Ok(ServerRequest {
             endpoint,
             body,
             without_llguidance,

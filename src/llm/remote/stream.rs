@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::native::LastIds;
-use super::request::Prepared;
+use super::request::ServerRequest;
 use super::server::{quote, remote_err, status_err, transport_err};
 use super::sse::{SseEvent, SseReader};
 use super::Inner;
@@ -42,7 +42,7 @@ pub(super) struct Progress {
 
 /// One request to send, with what its usage needs to know.
 pub(super) struct Job {
-    pub(super) request: Prepared,
+    pub(super) request: ServerRequest,
     pub(super) max_tokens: Option<usize>,
     pub(super) started: Instant,
     pub(super) setup_ms: f64,
@@ -64,7 +64,7 @@ impl Inner {
     pub(super) async fn run(self: Arc<Self>, job: Job, sink: GenerationSink) {
         let Job {
             request:
-                Prepared {
+                ServerRequest {
                     endpoint,
                     mut body,
                     mut without_llguidance,
