@@ -775,8 +775,9 @@ fn a_run_is_refused_while_a_model_loads() {
 }
 
 /// Two loads at once (Load pressed on a second model, or Use on a server that does not
-/// answer, while the first still loads): the second fails at once, and its guard clears the
-/// `loading` flag the first set, so a run started on the old model mid-switch after all (found in review).
+/// answer, while the first still loads): the second fails at once, and runs stay refused while
+/// the first loads (the second's guard cleared the `loading` flag the first set, so a run
+/// started on the old model mid-switch after all: found in review).
 #[test]
 fn a_second_load_leaves_runs_refused_while_the_first_loads() {
     let f = fixture();

@@ -1387,7 +1387,7 @@ fn term_tool_prints_no_raw_controls() {
 }
 
 #[test]
-fn term_workspace_status_and_add_print_no_raw_controls() {
+fn term_workspace_status_and_reindex_print_no_raw_controls() {
     let home = tempfile::tempdir().unwrap();
     let repo = hostile_workspace(home.path());
     let out = burrow(home.path(), &["workspace", "status"]);

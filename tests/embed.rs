@@ -823,8 +823,6 @@ fn the_converter_names_what_is_missing_or_unsupported() {
     );
 }
 
-/// `models list` says which models are for embedding, not chat: the embedding model was listed
-/// among the chat models, with "chatml" as its template.
 /// Issue 18: `burrow ask` and `burrow eval` ran the agent with searches by words only: only
 /// the desktop app's embedding pass installed the embedding model for queries. A run with no
 /// pass now installs it where the workspace has vectors (`App::search_by_meaning`), so the
@@ -934,6 +932,8 @@ fn a_run_without_an_embedding_pass_searches_by_meaning_where_the_workspace_has_v
     );
 }
 
+/// `models list` says which models are for embedding, not chat: the embedding model was listed
+/// among the chat models, with "chatml" as its template.
 #[test]
 fn models_list_marks_the_embedding_model() {
     let home = tempfile::tempdir().unwrap();

@@ -835,10 +835,10 @@ fn answering(grammar: bool, cites: &[&str], final_text: &str) -> burrow::agent::
 }
 
 /// Without a grammar (`--no-grammar`, the grammar setting off) a model cites as it writes:
-/// an item the run saw, spelled otherwise than `Locator::cite`, is dropped from the answer's
-/// sources and flagged as never seen.
+/// an item the run saw, spelled otherwise than `Locator::cite`, is that item in the answer's
+/// sources and is not flagged as never seen (it was dropped from the sources and flagged).
 #[test]
-fn a_seen_item_cited_in_another_spelling_is_flagged_unseen() {
+fn a_seen_item_cited_in_another_spelling_is_that_item() {
     let issue = Locator::issue_or_pr("acme/app", 918, false);
     let file = Locator::file("acme/app", "src/wallet.rs", Some(12));
     let commit = Locator::commit("acme/app", WALLET_FIX);
@@ -865,11 +865,11 @@ fn a_seen_item_cited_in_another_spelling_is_flagged_unseen() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
-/// Without a grammar, a citation of a repository's name alone is taken as a citation of the
-/// first file of that repository the run saw: the answer's sources show a file it never
-/// cited.
+/// Without a grammar, a citation of a repository's name alone cites nothing: it was taken as a
+/// citation of the first file of that repository the run saw, and the answer's sources showed
+/// a file it never cited.
 #[test]
-fn a_repository_name_cited_alone_becomes_a_file_citation() {
+fn a_repository_name_cited_alone_cites_nothing() {
     let outcome = answering(false, &["acme/app"], "It is in acme/app.");
     let last = outcome.steps.last().unwrap();
     assert!(
@@ -880,12 +880,12 @@ fn a_repository_name_cited_alone_becomes_a_file_citation() {
     );
 }
 
-/// An answer's text naming a file the run never saw passes as seen where an observation
-/// named a shorter path it ends with: `is_named_by` refuses `crates/core/README.md` for the
-/// `README.md` seen, but `names_same` over the observations' mentions lets it through. Under
-/// the default settings (grammar on).
+/// An answer's text naming a file the run never saw is flagged where an observation named a
+/// shorter path it ends with: `is_named_by` refuses `crates/core/README.md` for the
+/// `README.md` seen, and `names_same` over the observations' mentions no longer lets it
+/// through as seen. Under the default settings (grammar on).
 #[test]
-fn an_invented_longer_path_in_the_answer_passes_as_seen() {
+fn an_invented_longer_path_in_the_answer_is_flagged() {
     let outcome = answering(
         true,
         &["ripgrep:README.md:1"],
@@ -901,11 +901,11 @@ fn an_invented_longer_path_in_the_answer_passes_as_seen() {
     );
 }
 
-/// An answer's text naming another repository's issue passes as seen where an observation
-/// showed the same number in another repository (`names_same` ignores the repository of
-/// `owner/repo#12` against `#12`).
+/// An answer's text naming another repository's issue is flagged where an observation showed
+/// the same number in another repository (it passed as seen: `names_same` ignored the
+/// repository of `owner/repo#12` against `#12`).
 #[test]
-fn another_repositorys_issue_in_the_answer_passes_as_seen() {
+fn another_repositorys_issue_in_the_answer_is_flagged() {
     let outcome = answering(
         true,
         &["bitcoin-core/gui#12"],
@@ -922,9 +922,10 @@ fn another_repositorys_issue_in_the_answer_passes_as_seen() {
 }
 
 /// `repo#12`, as Burrow itself cites an issue of a repository named without its owner
-/// (`ripgrep#2690`), is no mention at all: an invented one in an answer is never flagged.
+/// (`ripgrep#2690`), is a mention, as `PR#12` is: an invented one in an answer is flagged (it
+/// was no mention at all, and never flagged).
 #[test]
-fn an_invented_item_in_burrows_own_cite_form_is_not_flagged() {
+fn an_invented_item_in_burrows_own_cite_form_is_flagged() {
     let outcome = answering(
         true,
         &["ripgrep:README.md:1"],
@@ -981,10 +982,10 @@ fn first_grammar(tools: &ToolRegistry, task: &str) -> Grammar {
 }
 
 /// A task that names a pull request as `owner/repo#12` (as GitHub and the tools write it)
-/// cannot open it: the task's item is taken as an issue of that repository, and only a number
-/// without a repository may open a pull request. `PR 12` can.
+/// opens it, as `PR 12` does: the task's item was taken as an issue of that repository, and
+/// only a number without a repository could open a pull request.
 #[test]
-fn a_pull_request_the_task_names_with_its_repository_cannot_be_opened() {
+fn a_pull_request_the_task_names_with_its_repository_opens() {
     let p = Protocol::JsonTyped;
     let mut tools = ToolRegistry::new();
     tools.register(Search::default()).unwrap();
@@ -993,16 +994,13 @@ fn a_pull_request_the_task_names_with_its_repository_cannot_be_opened() {
     let plain = first_grammar(&tools, "What does PR 12 change?");
     assert!(plain.accepts(&open).unwrap(), "control: PR 12 opens");
     let with_repo = first_grammar(&tools, "What does acme/app#12 change?");
-    assert!(
-        with_repo.accepts(&open).unwrap(),
-        "acme/app#12 cannot be opened"
-    );
+    assert!(with_repo.accepts(&open).unwrap(), "acme/app#12 opens");
 }
 
-/// A task that names an issue as `issue#918` or `app#918` cannot open it (no mention is read
-/// from either), where `#918` and `issue 918` can.
+/// A task that names an issue as `issue#918` or `app#918` opens it, as `#918` and `issue 918`
+/// do (no mention was read from either, and neither could open it).
 #[test]
-fn an_issue_the_task_names_without_a_space_cannot_be_opened() {
+fn an_issue_the_task_names_without_a_space_opens() {
     let p = Protocol::JsonTyped;
     let mut tools = ToolRegistry::new();
     tools.register(Search::default()).unwrap();
@@ -1016,14 +1014,18 @@ fn an_issue_the_task_names_without_a_space_cannot_be_opened() {
             refused.push(task);
         }
     }
-    assert!(refused.is_empty(), "cannot open #918: {refused:?}");
+    assert!(
+        refused.is_empty(),
+        "tasks that cannot open #918: {refused:?}"
+    );
 }
 
 /// With a step limit of 1 (the settings allow 1 to 50) and Burrow's search on (the default),
-/// Burrow's own search takes the only step: the model is never asked and the run ends at its
-/// limit with no answer, though "a run's last step can only be its final answer".
+/// the model is asked once and the run ends with its answer, as "a run's last step can only be
+/// its final answer" says (Burrow's own search took the only step: the model was never asked
+/// and the run ended at its limit with no answer).
 #[test]
-fn a_one_step_run_never_lets_the_model_answer() {
+fn a_one_step_run_lets_the_model_answer() {
     let p = Protocol::JsonTyped;
     let mut tools = ToolRegistry::new();
     tools.register(Search::default()).unwrap();
@@ -1081,10 +1083,11 @@ impl Tool for Read {
 }
 
 /// In the text protocol a citation the grammar offers, of a file whose path holds a comma,
-/// is split at the comma when the step is read: the item the model said answers (here the
-/// one Burrow opened, decided on with "Yes") is dropped from the sources and flagged unseen.
+/// is read whole: the item the model said answers (here the one Burrow opened, decided on
+/// with "Yes") is in the sources and not flagged unseen (split at the comma when the step was
+/// read, it was dropped from the sources and flagged).
 #[test]
-fn a_text_protocol_citation_with_a_comma_is_split() {
+fn a_text_protocol_citation_with_a_comma_is_kept_whole() {
     let p = Protocol::Text;
     let path = "docs/faq,en.md";
     let mut tools = ToolRegistry::new();
@@ -1110,12 +1113,12 @@ fn a_text_protocol_citation_with_a_comma_is_split() {
     );
 }
 
-/// `without_guidance` changes what the model wrote of its own: Python code with a slice
-/// `data[cut: cut + n]` loses the slice (taken for Burrow's cut mark, any `[cut: ` up to the
-/// next `]`), and an answer that copies the note without its full stop and goes on loses all
-/// that follows it (the answer becomes the bare citation).
+/// `without_guidance` keeps what the model wrote of its own: Python code with a slice
+/// `data[cut: cut + n]` keeps the slice (it was taken for Burrow's cut mark, any `[cut: ` up to
+/// the next `]`), and an answer that copies the note without its full stop and goes on keeps
+/// all that follows it (the answer became the bare citation).
 #[test]
-fn without_guidance_alters_an_answer_of_its_own() {
+fn without_guidance_keeps_an_answer_of_its_own() {
     let cases = [
         (
             "Take the window with `rows = data[cut: cut + n]`.",

@@ -78,9 +78,9 @@ fn a_commit_made_while_indexing_keeps_the_history() {
     );
 }
 
-/// A merge commit is credited with every file the merged branch changed: who_changed names
-/// the person who merged as a changer of a file they never touched (`git log -- path` does
-/// not list the merge).
+/// A merge commit is not credited with the files the merged branch changed, as `git log --
+/// path` does not list the merge: who_changed named the person who merged as a changer of a
+/// file they never touched.
 #[test]
 fn a_merge_is_not_a_change_of_the_merged_files() {
     let dir = tempfile::tempdir().unwrap();

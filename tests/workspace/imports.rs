@@ -403,8 +403,8 @@ fn a_reopened_issue_loses_its_closing_commit_on_reimport() {
     assert!(d.linked.is_empty(), "{:?}", d.linked);
 }
 
-/// A pull request closed without merging fixed nothing, yet its "Closes #31"
-/// links it as the fix. Real records of bitcoin-core/gui: #38 "Closes #31" was closed unmerged
+/// A pull request closed without merging fixed nothing, and its "Closes #31" does not link it
+/// as the fix (it did). Real records of bitcoin-core/gui: #38 "Closes #31" was closed unmerged
 /// and #31 is still open; #129 and #633 say they fix #126 (open), neither merged; of #585, #606
 /// and #620, which all say they fix #578, only #620 was merged (found in review).
 #[test]

@@ -582,7 +582,7 @@ fn a_final_answer_is_kept_to_the_room_left_in_the_window() {
     }
 }
 
-/// Tools whose schemas come from an MCP server, as `tools::mcp::register` adds them (defects
+/// Tools whose schemas come from an MCP server, as `tools::mcp_client::register` adds them (defects
 /// found in review).
 mod mcp_schemas {
     use super::*;
@@ -619,10 +619,11 @@ mod mcp_schemas {
                "required": ["mode"]})
     }
 
-    /// The registry takes the tool (nothing is said), but the step grammar embeds its schema
-    /// under `tool_args` / `arguments`, where `#/$defs/...` no longer points at anything.
+    /// The registry takes the tool, and the step grammar, which embeds its schema under
+    /// `tool_args` / `arguments`, is valid in every protocol: the `$ref`s into `$defs` are
+    /// written out in place (embedded as they were, `#/$defs/...` pointed at nothing there).
     #[test]
-    fn a_schema_with_defs_is_registered_but_its_step_grammar_fails() {
+    fn a_schema_with_defs_is_registered_and_its_step_grammar_is_valid() {
         let mut registry = ToolRegistry::new();
         let registered = registry.register_dynamic(
             mcp("srv__set_mode", with_defs()),
@@ -646,15 +647,15 @@ mod mcp_schemas {
         }
         assert!(
             broken.is_empty(),
-            "registered, yet no step can be decoded:\n{}",
+            "registered, and these step grammars are not valid:\n{}",
             broken.join("\n")
         );
     }
 
-    /// End to end: a run in the default protocol with such a tool fails at its first step,
-    /// even though the model would only answer.
+    /// End to end: a run in the default protocol with such a tool succeeds, the model
+    /// answering at its first step (the run failed there, though the model would only answer).
     #[test]
-    fn a_run_with_a_defs_tool_fails_at_its_first_step() {
+    fn a_run_with_a_defs_tool_succeeds() {
         use crate::agent::record::RunStatus;
         use crate::agent::{Agent, AgentConfig};
         use crate::llm::engine::CancelToken;
@@ -689,11 +690,12 @@ mod mcp_schemas {
         );
     }
 
-    /// GitHub's MCP server (and others) name a repository `repo` (with `owner` beside it);
-    /// `in_repos` rewrites every tool's `repo` property, MCP tools' included, to the
-    /// workspace's repository names.
+    /// GitHub's MCP server (and others) name a repository `repo` (with `owner` beside it), for
+    /// repositories the workspace need not hold: `in_repos` holds only Burrow's own tools'
+    /// `repo` to the workspace's repository names, so a valid GitHub call is accepted (it
+    /// rewrote every tool's `repo` property, MCP tools' included).
     #[test]
-    fn an_mcp_tools_repo_argument_is_held_to_the_workspace_repos() {
+    fn an_mcp_tools_repo_argument_is_not_held_to_the_workspace_repos() {
         let gh = mcp(
             "github__get_issue",
             json!({"type": "object", "properties": {
@@ -719,13 +721,17 @@ mod mcp_schemas {
         let g = step_grammar(Protocol::JsonAction, std::slice::from_ref(&gh), open).unwrap();
         assert!(g.accepts(&valid).unwrap());
         let g = step_grammar(Protocol::JsonAction, &[gh], shape).unwrap();
-        assert!(g.accepts(&valid).unwrap(), "a valid GitHub call is refused");
+        assert!(
+            g.accepts(&valid).unwrap(),
+            "a valid GitHub call is accepted"
+        );
     }
 
-    /// After one call, the exclusion of repeats replaces the key's own `pattern` and an
-    /// array's `minItems`: the grammar then allows calls the tool refuses.
+    /// After one call, the exclusion of repeats keeps the key's own `pattern` and an array's
+    /// `minItems`: the grammar still refuses calls the tool refuses (it replaced them, and
+    /// allowed such calls).
     #[test]
-    fn excluding_a_repeat_drops_the_tools_own_constraints() {
+    fn excluding_a_repeat_keeps_the_tools_own_constraints() {
         let shape = StepShape {
             allow_final: true,
             ..Default::default()
@@ -775,14 +781,15 @@ mod mcp_schemas {
                 after_add.accepts(&empty).unwrap()
             ),
             (false, false),
-            "(a date that breaks the pattern, an empty `files`) allowed after one call"
+            "(a date that breaks the pattern, an empty `files`) refused after one call"
         );
     }
 
-    /// `bounded` caps strings at 300 characters and lists at 16 items even where the schema
-    /// asks for more: the registry took the schema, the step grammar cannot be satisfied.
+    /// `bounded` caps strings at 300 characters and lists at 16 items, but never below what
+    /// the schema asks for: a tool whose schema the registry took has a step grammar that is
+    /// valid and takes its valid calls (capped below the minimum, none could be written).
     #[test]
-    fn argument_caps_below_a_schemas_minimum_break_the_step() {
+    fn argument_caps_never_fall_below_a_schemas_minimum() {
         let shape = StepShape {
             allow_final: true,
             ..Default::default()
@@ -819,11 +826,12 @@ mod mcp_schemas {
         assert!(broken.is_empty(), "{}", broken.join("\n"));
     }
 
-    /// json-finish's arguments pattern grows with the square of the optional properties at
-    /// every level of nesting: a tool with three levels of eight optional properties passes
-    /// the registry and then makes every json-finish step fail (llguidance: too big).
+    /// json-finish's arguments pattern stays bounded with nested optional properties: a tool
+    /// with three levels of eight optional properties, which the registry takes, has a valid
+    /// json-finish step grammar (the pattern grew with the square of the optional properties
+    /// at every level, and every json-finish step failed: llguidance, too big).
     #[test]
-    fn json_finish_pattern_explodes_on_nested_optional_objects() {
+    fn json_finish_pattern_stays_bounded_on_nested_optional_objects() {
         fn nest(n: usize, depth: usize) -> Value {
             let mut props = serde_json::Map::new();
             for i in 0..n {
@@ -865,8 +873,8 @@ mod mcp_schemas {
         );
     }
 
-    /// The prompt lists a tool "in one line"; an MCP description whose first sentence ends
-    /// at a line break (a docstring) comes in whole, line breaks and all.
+    /// The prompt lists a tool "in one line", an MCP description whose first sentence ends at
+    /// a line break (a docstring) too: it came in whole, line breaks and all.
     #[test]
     fn a_tool_signature_stays_on_one_line() {
         let mut t = mcp(
@@ -878,8 +886,8 @@ mod mcp_schemas {
         assert!(!line.contains('\n'), "{line:?}");
     }
 
-    /// An integer argument at i64::MAX in a call made: the next step's exclusion adds 1 to
-    /// it (exclude.rs `low = Some(n + 1)`) and panics in a debug build.
+    /// An integer argument at i64::MAX in a call made: the next step's grammar is made (its
+    /// exclusion added 1 to it, exclude.rs `low = Some(n + 1)`, and panicked in a debug build).
     #[test]
     fn an_integer_call_at_i64_max_does_not_panic_the_next_step() {
         let t = mcp(
@@ -900,8 +908,8 @@ mod mcp_schemas {
     }
 
     /// A tool whose arguments are an open map (`additionalProperties` a schema, no
-    /// `properties`) is taken as one "without arguments": after one call it is never offered
-    /// again, whatever other arguments a call would give.
+    /// `properties`) is offered again after one call, with other arguments: it was taken as one
+    /// "without arguments", and never offered again whatever arguments a call would give.
     #[test]
     fn an_open_object_tool_stays_callable_with_other_arguments() {
         let t = mcp(
@@ -938,8 +946,8 @@ mod mcp_schemas {
         assert!(g.accepts(&action("env__set", r#"{"B": "2"}"#)).unwrap());
     }
 
-    /// An input schema `{}` (no `type`): the grammar lets arguments be a string, which
-    /// `McpServer::call` refuses ("the arguments must be an object").
+    /// An input schema `{}` (no `type`): the grammar holds the arguments to an object, as
+    /// `McpServer::call` requires ("the arguments must be an object"); it let them be a string.
     #[test]
     fn an_empty_input_schema_still_holds_arguments_to_an_object() {
         let mut registry = ToolRegistry::new();
