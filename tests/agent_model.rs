@@ -1,4 +1,4 @@
-//! Issue #4: the agent with a real model (SmolLM2-135M: the fastest, named, not the default)
+//! The agent with a real model (SmolLM2-135M: the fastest, named, not the default)
 //! under the step grammars. Over ten varied tasks on a workspace built here, spread over every
 //! protocol, every step the model writes parses and every run ends with a final answer or at
 //! the step limit. The answers of a 135M model are poor; what is checked is that the loop

@@ -1,4 +1,4 @@
-//! Issue #5: the app's core (what the desktop shell's commands call), driven without a window:
+//! The app's core (what the desktop shell's commands call), driven without a window:
 //! a scripted model, a workspace built in a temp dir, and the events the UI would receive.
 
 use std::path::PathBuf;

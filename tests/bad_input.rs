@@ -1,4 +1,4 @@
-//! Issue #2, "Bad input": each bad input gives a clear error naming the file or value and what
+//! Bad input: each bad input gives a clear error naming the file or value and what
 //! is wrong, the process keeps running, and a loaded model stays usable.
 
 mod common;

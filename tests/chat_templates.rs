@@ -1,4 +1,4 @@
-//! Issue #2: every real chat template in ../shared/fixtures/chat-templates renders byte for byte
+//! Every real chat template in ../shared/fixtures/chat-templates renders byte for byte
 //! as Hugging Face transformers (Python jinja2) renders it, and errors where the reference errors.
 //! Besides the shared contexts, tests/fixtures/chat-templates adds contexts for what Burrow sends
 //! that they do not cover (null content with tool calls, `tools: None`, Unicode and escapes, no

@@ -1,4 +1,6 @@
-//! Issue #2: the `burrow` CLI commands that scripts and checks rely on, run as a user runs them.
+//! The `burrow` CLI commands that scripts and checks rely on, run as a user runs them: models,
+//! template, chat, bench, workspace, search, tool, runs, ask and eval, and what they print from
+//! the workspace or a model written out without raw terminal controls.
 
 mod common;
 

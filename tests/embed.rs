@@ -1,4 +1,4 @@
-//! Issue 18 (search by meaning): the embedding model. Burrow converts all-MiniLM-L6-v2 from
+//! The embedding model of search by meaning. Burrow converts all-MiniLM-L6-v2 from
 //! its PyPI wheel (a sentence-transformers folder) to GGUF itself, and llama.cpp running the
 //! result gives the vectors of a reference implementation (`scripts/embed/reference.py`: a
 //! float64 numpy BERT checked against sentence-transformers' published similarities), for

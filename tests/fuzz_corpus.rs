@@ -1,4 +1,4 @@
-//! Issue 17: the fuzz corpora replayed on stable, so every input a fuzzing run kept (seeds
+//! The fuzz corpora replayed on stable, so every input a fuzzing run kept (seeds
 //! from the real fixtures, inputs that reached new code, and every crash found, once fixed)
 //! runs in every test run. The long runs are `scripts/fuzz.sh` (nightly, cargo-fuzz).
 

@@ -1,6 +1,7 @@
-//! Issue 19: `burrow mcp` serves the workspace tools to other agents over MCP on stdio. Driven
-//! here by the official MCP Python client (PyPI `mcp`, installed into tests/.venv by
-//! `scripts/setup.sh --test`), as Claude Code or Goose would drive it.
+//! MCP both ways. `burrow mcp` serves the workspace tools to other agents over MCP on stdio,
+//! driven here by the official MCP Python client (PyPI `mcp`, installed into tests/.venv by
+//! `scripts/setup.sh --test`), as Claude Code or Goose would drive it; and the MCP servers the
+//! settings name (over stdio or Streamable HTTP) lend their tools to the agent.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Issue #2: unloading and switching free the model's memory. This file holds one test so that
+//! Unloading and switching free the model's memory. This file holds one test so that
 //! nothing else runs in the process while resident memory is measured.
 
 mod common;

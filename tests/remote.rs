@@ -1,4 +1,4 @@
-//! Issue 19: a model served by another program over the OpenAI API. Tested against llama.cpp's
+//! A model served by another program over the OpenAI API. Tested against llama.cpp's
 //! own llama-server (built from the llama.cpp sources on PyPI by scripts/build-llama-server.sh,
 //! which the README's test command runs) serving SmolLM2, beside the same model in-process;
 //! and against tests/remote/fault_server.py for the failures a real server shows only by

@@ -1,4 +1,4 @@
-//! Issue 19: `burrow serve`, the model over the OpenAI API, used as users' programs use it:
+//! `burrow serve`, the model over the OpenAI API, used as users' programs use it:
 //! by the official `openai` Python client (PyPI `openai`, installed into tests/.venv by the
 //! README's test command; tests/serve/client.py) against the real server process serving
 //! SmolLM2 and all-MiniLM-L6-v2, and by Burrow's own remote backend. The API's shapes, errors

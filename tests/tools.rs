@@ -1,4 +1,4 @@
-//! Issue #3: the agent's workspace tools, called as the agent calls them (by name, with JSON).
+//! The agent's workspace tools, called as the agent calls them (by name, with JSON).
 
 mod common;
 

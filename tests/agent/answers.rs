@@ -1,7 +1,8 @@
-//! Issue 22: the agent answers from the workspace. Before the model's first step the run
-//! searches with the task; a final answer cites only items the run saw (the grammar offers
-//! nothing else) and what its text names that the run never saw is flagged; a call already
-//! made is out of the next step's grammar.
+//! The agent answers from the workspace. Before the model's first step the run searches with
+//! the task and opens the best match, which the model checks; a final answer cites only items
+//! the run saw (the grammar offers nothing else) and what its text names that the run never
+//! saw is flagged; a call already made is out of the next step's grammar. Citations and items
+//! are read as models write them.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! Issue #4: the ReAct loop, driven by a scripted model whose turns are given in each test (and
+//! The ReAct loop, driven by a scripted model whose turns are given in each test (and
 //! whose requests are counted and read), over small tools built here.
 //!
 //! By area: `answers` (searching first, citations), `steps` (what the model writes), `tools` (calling them), `plans` (the TODO plan),

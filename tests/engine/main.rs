@@ -1,4 +1,4 @@
-//! Issue #2: the llama.cpp engine with a real model (SmolLM2-135M-Instruct Q4_1, the tests' model),
+//! The llama.cpp engine with a real model (SmolLM2-135M-Instruct Q4_1, the tests' model),
 //! grouped by area: `generation`, `cache` (KV-cache reuse) and `prompts` (prompts as tokens).
 
 // Shared with the other test files, so it stays one level up rather than beside main.rs.

@@ -1,10 +1,12 @@
-//! Issue #3: the workspace index over a small git repository built here (known commits, files,
-//! and the awkward cases), and over the real bitcoin-core/gui issue backup.
+//! The workspace index over a small git repository built here (known commits, files, and the
+//! awkward cases), and over the real bitcoin-core/gui issue backup.
 //!
 //! This file holds what the tests share: the demo repository, the fixtures and the search
 //! helper. The tests are grouped by area: `git_repo` (indexing, searching and grepping a git
-//! repository, and indexing it again), `folders` (plain folders and files that cannot be read),
-//! `runs` (runs that overlap or are killed) and `imports` (issue and pull request exports).
+//! repository, and indexing it again), `history_edges` (the history index at its edges),
+//! `folders` (plain folders and files that cannot be read), `runs` (runs that overlap or are
+//! killed), `imports` (issue and pull request exports), `meaning` (search by meaning) and
+//! `reliability` (nothing lost, nothing hangs).
 
 // Shared with the other test files, so it stays one level up rather than beside main.rs.
 #[path = "../common/mod.rs"]

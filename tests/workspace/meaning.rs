@@ -1,4 +1,4 @@
-//! Issue 18: search by meaning. Vectors kept per unit and embedded incrementally, a change of
+//! Search by meaning. Vectors kept per unit and embedded incrementally, a change of
 //! model re-embeds everything, meaning finds what words miss and hybrid keeps both, filters
 //! apply, and a pass that fails half-way keeps what it finished. The embedder here is a fake
 //! that knows a few synonyms, so "meaning" is under the test's control; the real model is

@@ -1,6 +1,7 @@
-//! Issue 17: nothing lost, nothing hangs. Indexing killed at any moment resumes to what a clean
-//! run gives; commands started together on a fresh home, and writers started together, take
-//! turns instead of failing.
+//! The workspace's reliability: nothing lost, nothing hangs. Indexing or an import killed at any
+//! moment resumes to what a clean run gives; commands started together on a fresh home, and
+//! writers started together, take turns instead of failing; files swapped after indexing for
+//! links out or FIFOs are not read, and imported text is capped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
