@@ -8,6 +8,7 @@ pub mod config;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod llm;
+pub mod notes;
 pub mod safe_open;
 pub mod tools;
 pub mod workspace;

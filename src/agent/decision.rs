@@ -13,6 +13,7 @@ use super::protocol::{Action, FinalStatus};
 use super::record::{ActionRecord, RunStatus, StepRecord};
 use super::run::{Agent, Next};
 use super::state::{plan_text, RunState, ANSWER_REFUSED};
+use crate::notes::{self, GUIDANCE};
 use crate::tools::locator::{mentions, same_repo, Mention};
 use crate::tools::Locator;
 
@@ -141,10 +142,7 @@ impl Agent<'_> {
         // and again instead of answering with it.
         // A match Burrow opened for a check is asked about apart (see `Agent::check`).
         if let ([item], true, false) = (acted.items.as_slice(), acted.opened, how.checked) {
-            notes.push(format!(
-                "If this answers the task, give the final answer now and cite {}.",
-                item.cite()
-            ));
+            notes.push(notes::answer_if_it_answers(&item.cite()));
         }
         record.tool_ms = acted.tool_ms;
         record.error = acted.error;
@@ -206,26 +204,6 @@ impl Agent<'_> {
     }
 }
 
-/// How Burrow's own guidance to the model starts, as its notes word it (`first.rs`'s note
-/// after the first search and after a check, `Agent::call`'s after an opening, the plan's),
-/// lowercased: a sentence of an answer that starts so repeats Burrow, not the workspace. A
-/// sentence's start, not any place in it: "It finds the first match, then the next match."
-/// is an answer; and "None of the leading matches answers the task" is left alone, since it
-/// is what an answer that the workspace does not hold it may say.
-const GUIDANCE: &[&str] = &[
-    "if one answers it,",
-    "if this answers the task,",
-    "then give the final answer",
-    "then the next match.",
-    "these are the workspace's best matches",
-    "the workspace's best matches for the task.",
-    "nothing in the plan is left to do",
-];
-
-/// Where Burrow cut a text it showed, as its notes mark it, whole: any `[cut: ` up to a `]`
-/// took a slice `data[cut: cut + n]` out of an answer's code.
-const CUT_MARKS: &str = r"\s*\[(?:cut(?:: \d+ of \d+ characters shown| at line \d+ of \d+; read on with start_line \d+| by Burrow on import: the first \d+ of \d+ characters are kept)|\d+ of \d+ (?:entries|files) listed[^\]\n]*)\]";
-
 /// What follows the item a copied note says to cite, when the model went on after it in the
 /// same sentence ("… and cite acme/app#918 - the wallet crashes on close"): its own words.
 const AFTER_CITE: &str =
@@ -246,9 +224,8 @@ fn regex_of(
 /// the run saw (`seen_citations`: that was all it said), and without those the text as
 /// written (nothing is lost).
 pub(super) fn without_guidance(answer: &str, seen_citations: &[String]) -> String {
-    static MARKS: OnceLock<Option<Regex>> = OnceLock::new();
     static AFTER: OnceLock<Option<Regex>> = OnceLock::new();
-    let text = match regex_of(CUT_MARKS, &MARKS) {
+    let text = match notes::cut_marks() {
         Some(re) => re.replace_all(answer, "").into_owned(),
         None => answer.to_string(),
     };
@@ -577,7 +554,7 @@ mod tests {
             ),
             "the wallet crashes on close"
         );
-        let next = format!("#918 crashes. {}", super::super::first::NEXT);
+        let next = format!("#918 crashes. {}", crate::notes::AFTER_SEARCH);
         assert_eq!(without_guidance(&next, &cite), "#918 crashes.");
         let code = "Take the window with `rows = data[cut: cut + n]`.";
         assert_eq!(without_guidance(code, &cite), code);

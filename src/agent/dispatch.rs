@@ -245,5 +245,5 @@ fn cap(text: &str, max: usize) -> String {
         return text.to_string();
     }
     let kept: String = text.chars().take(max).collect();
-    format!("{kept}\n[cut: {max} of {total} characters shown]")
+    format!("{kept}\n{}", crate::notes::cut_chars(max, total))
 }

@@ -19,17 +19,13 @@ use super::step::decoded;
 use crate::llm::engine::{CancelToken, GenerateRequest, Prompt, SamplingParams, StopReason};
 use crate::llm::grammar::Grammar;
 use crate::llm::template::ChatMessage;
+use crate::notes;
 use crate::tools::Locator;
 
 /// The tool the first step calls.
 pub const SEARCH: &str = "search";
 
 const THOUGHT: &str = "First I search the workspace for the task.";
-
-/// What the model is told after the first results: what it can do next, in a line.
-pub(super) const NEXT: &str =
-    "These are the workspace's best matches for the task. If one answers it, \
-     answer and cite it; to check one, open it; else search with other words or another kind.";
 
 /// Characters of the task the search takes (a tool argument's bound under the grammars).
 const QUERY_CHARS: usize = 300;
@@ -58,7 +54,14 @@ impl Agent<'_> {
         };
         let record = self.own_step(state, THOUGHT, &action, on_event);
         let how = CallShape::default();
-        self.call(state, record, vec![NEXT.to_string()], action, how, on_event)
+        self.call(
+            state,
+            record,
+            vec![notes::AFTER_SEARCH.to_string()],
+            action,
+            how,
+            on_event,
+        )
     }
 
     /// The record of a step Burrow takes itself, started: its call written as the model
@@ -230,13 +233,11 @@ impl Agent<'_> {
         let mut record = decoded(index, output, &usage, started);
         let answers = says_yes(&record.output);
         let observation = if answers {
-            format!("Then give the final answer, citing {cite}.")
+            notes::answer_citing(&cite)
         } else if self.next_to_open_after_no(state, &item) {
-            "Then the next match.".to_string()
+            notes::NEXT_MATCH.to_string()
         } else {
-            "None of the leading matches answers the task. Search with other words or \
-             another kind, open another result, or answer that the workspace does not hold it."
-                .to_string()
+            notes::NO_LEADING_MATCH.to_string()
         };
         record.thought = format!("Does {cite} answer the task?");
         record.check = Some(Check { item, answers });

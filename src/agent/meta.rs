@@ -170,7 +170,7 @@ impl MetaTool for TodoWriteTool {
         // Qwen2.5-Coder-0.5B marked the item it had found "completed" in the plan, step after
         // step, as if that were the answer: a plan with nothing left to do says what is next.
         Ok(if cx.state.plan.actionable().is_empty() {
-            format!("{plan}\nNothing in the plan is left to do: give the final answer now.")
+            format!("{plan}\n{}", crate::notes::PLAN_DONE)
         } else {
             plan
         })

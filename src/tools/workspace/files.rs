@@ -104,10 +104,8 @@ impl Tool for ReadFile {
         if slice.truncated || (i.end_line.is_none() && slice.end_line < slice.total_lines) {
             let _ = writeln!(
                 out,
-                "[cut at line {} of {}; read on with start_line {}]",
-                slice.end_line,
-                slice.total_lines,
-                slice.end_line + 1
+                "{}",
+                crate::notes::cut_at_line(slice.end_line, slice.total_lines)
             );
         }
         let file = Locator::file(&slice.repo, &slice.path, Some(slice.start_line));
@@ -164,11 +162,11 @@ impl Tool for ListDirectory {
             }
         }
         if total > entries.len() {
+            let hint = "find the others with search or search_code and a path";
             let _ = writeln!(
                 out,
-                "[{} of {total} entries listed; find the others with search or search_code and \
-                 a path]",
-                entries.len()
+                "{}",
+                crate::notes::listed(entries.len(), total, "entries", Some(hint))
             );
         }
         // The files listed are items the run has seen: the model may open them.

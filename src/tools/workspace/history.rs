@@ -165,9 +165,8 @@ impl Tool for ShowCommit {
         if c.files.len() > MAX_FILES_LISTED {
             let _ = writeln!(
                 out,
-                "  [{} of {} files listed]",
-                MAX_FILES_LISTED,
-                c.files.len()
+                "  {}",
+                crate::notes::listed(MAX_FILES_LISTED, c.files.len(), "files", None)
             );
         }
         if let Some(d) = &c.diff {

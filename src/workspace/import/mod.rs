@@ -162,9 +162,8 @@ fn cap(text: &mut String, max: usize) -> bool {
     };
     let total = read_total.unwrap_or_else(|| text.chars().count());
     text.truncate(at);
-    text.push_str(&format!(
-        "\n\n[cut by Burrow on import: the first {max} of {total} characters are kept]"
-    ));
+    text.push_str("\n\n");
+    text.push_str(&crate::notes::cut_on_import(max, total));
     true
 }
 
