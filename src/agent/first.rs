@@ -20,6 +20,7 @@ use crate::llm::engine::{CancelToken, GenerateRequest, Prompt, SamplingParams, S
 use crate::llm::grammar::Grammar;
 use crate::llm::template::ChatMessage;
 use crate::notes;
+use crate::tools::locator::LineWindow;
 use crate::tools::Locator;
 
 /// The tool the first step calls.
@@ -324,39 +325,11 @@ const LINES: usize = 40;
 
 /// The call that opens `item` with the tool made for its kind.
 fn open_call(item: &Locator) -> Option<Action> {
-    let mut args = Map::new();
-    let tool = match item {
-        Locator::Issue { number, repo } | Locator::PullRequest { number, repo } => {
-            args.insert("number".into(), json!(number));
-            if let Some(r) = repo {
-                args.insert("repo".into(), json!(r));
-            }
-            if matches!(item, Locator::Issue { .. }) {
-                "get_issue"
-            } else {
-                "get_pull_request"
-            }
-        }
-        Locator::File { path, line, repo } => {
-            args.insert("path".into(), json!(path));
-            if let Some(r) = repo {
-                args.insert("repo".into(), json!(r));
-            }
-            if let Some(l) = line {
-                let start = l.saturating_sub(LINES_BEFORE).max(1);
-                args.insert("start_line".into(), json!(start));
-                args.insert("end_line".into(), json!(start + LINES - 1));
-            }
-            "read_file"
-        }
-        Locator::Commit { hash, repo } => {
-            args.insert("hash".into(), json!(hash));
-            if let Some(r) = repo {
-                args.insert("repo".into(), json!(r));
-            }
-            "show_commit"
-        }
+    let window = LineWindow {
+        before: LINES_BEFORE,
+        lines: Some(LINES),
     };
+    let (tool, args) = item.open_call(window);
     Some(Action {
         tool: tool.to_string(),
         args,

@@ -11,6 +11,7 @@ use crate::agent::record::{RunRecord, RunStatus};
 use crate::agent::{Agent, AgentConfig, AgentEvent, RunOutcome, RunStore};
 use crate::llm::engine::CancelToken;
 use crate::llm::LanguageModel;
+use crate::tools::locator::LineWindow;
 use crate::tools::Locator;
 use crate::workspace::WorkspaceError;
 
@@ -187,35 +188,23 @@ impl App {
     /// uses (so it is confined to the indexed sources): a file around a line, an issue or pull
     /// request with its comments, a commit with its diff.
     pub fn open_item(&self, item: &Locator) -> Result<String, AppError> {
-        let (what, tool, args) = match item {
-            Locator::File { path, line, repo } => (
-                match line {
-                    Some(l) => format!("{path}:{l}"),
-                    None => path.clone(),
-                },
-                "read_file",
-                serde_json::json!({
-                    "path": path,
-                    "repo": repo,
-                    "start_line": line.map(|l| l.saturating_sub(OPEN_CONTEXT_LINES).max(1)),
-                }),
-            ),
-            Locator::Issue { number, repo } => (
-                format!("issue #{number}"),
-                "get_issue",
-                serde_json::json!({"number": number, "repo": repo}),
-            ),
-            Locator::PullRequest { number, repo } => (
-                format!("pull request #{number}"),
-                "get_pull_request",
-                serde_json::json!({"number": number, "repo": repo}),
-            ),
-            Locator::Commit { hash, repo } => (
-                format!("commit {hash}"),
-                "show_commit",
-                serde_json::json!({"hash": hash, "repo": repo}),
-            ),
+        let what = match item {
+            Locator::File {
+                path,
+                line: Some(l),
+                ..
+            } => format!("{path}:{l}"),
+            Locator::File { path, .. } => path.clone(),
+            Locator::Issue { number, .. } => format!("issue #{number}"),
+            Locator::PullRequest { number, .. } => format!("pull request #{number}"),
+            Locator::Commit { hash, .. } => format!("commit {hash}"),
         };
+        let window = LineWindow {
+            before: OPEN_CONTEXT_LINES,
+            lines: None,
+        };
+        let (tool, args) = item.open_call(window);
+        let args = serde_json::Value::Object(args);
         let mut result = self.tools.call(tool, args.clone());
         // "#123" in a trace may be either; GitHub numbers them in one sequence.
         if let (Locator::Issue { .. }, Err(crate::tools::ToolError::NotFound(_))) = (item, &result)

@@ -3,8 +3,17 @@
 //! and a run knows exactly which items it has seen.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
 
 use crate::workspace::{Kind, SearchHit};
+
+/// Which lines of a file `Locator::open_call` reads around the file's line: from `before`
+/// lines ahead of it, `lines` in all (to the end where `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineWindow {
+    pub before: usize,
+    pub lines: Option<usize>,
+}
 
 /// A file (at a line), an issue, a pull request or a commit, in a repository.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -62,6 +71,46 @@ impl Locator {
             | Locator::Issue { repo, .. }
             | Locator::PullRequest { repo, .. }
             | Locator::Commit { repo, .. } => repo.as_deref(),
+        }
+    }
+
+    /// The call that opens the item with the tool made for its kind: `read_file` (a file, the
+    /// lines `window` says around its line), `get_issue`, `get_pull_request` or `show_commit`.
+    pub fn open_call(&self, window: LineWindow) -> (&'static str, Map<String, Value>) {
+        // The repository follows the item's own key, as the model is shown calls written.
+        let mut args = Map::new();
+        let with_repo = |mut args: Map<String, Value>| {
+            if let Some(r) = self.repo() {
+                args.insert("repo".into(), json!(r));
+            }
+            args
+        };
+        match self {
+            Locator::Issue { number, .. } | Locator::PullRequest { number, .. } => {
+                args.insert("number".into(), json!(number));
+                let tool = if matches!(self, Locator::Issue { .. }) {
+                    "get_issue"
+                } else {
+                    "get_pull_request"
+                };
+                (tool, with_repo(args))
+            }
+            Locator::File { path, line, .. } => {
+                args.insert("path".into(), json!(path));
+                let mut args = with_repo(args);
+                if let Some(l) = line {
+                    let start = l.saturating_sub(window.before).max(1);
+                    args.insert("start_line".into(), json!(start));
+                    if let Some(lines) = window.lines {
+                        args.insert("end_line".into(), json!(start + lines - 1));
+                    }
+                }
+                ("read_file", args)
+            }
+            Locator::Commit { hash, .. } => {
+                args.insert("hash".into(), json!(hash));
+                ("show_commit", with_repo(args))
+            }
         }
     }
 
@@ -279,6 +328,32 @@ pub fn mentions(text: &str) -> Vec<Mention> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_open_call_reads_the_window_it_is_given_around_a_files_line() {
+        let file = Locator::file("r", "src/a.rs", Some(120));
+        let to_end = LineWindow {
+            before: 20,
+            lines: None,
+        };
+        let (tool, args) = file.open_call(to_end);
+        assert_eq!(tool, "read_file");
+        assert_eq!(
+            Value::Object(args),
+            json!({"path": "src/a.rs", "repo": "r", "start_line": 100})
+        );
+        let (_, args) = Locator::file("r", "a.rs", None).open_call(to_end);
+        assert_eq!(Value::Object(args), json!({"path": "a.rs", "repo": "r"}));
+        let no_repo = Locator::Issue {
+            number: 7,
+            repo: None,
+        };
+        let (tool, args) = no_repo.open_call(to_end);
+        assert_eq!(
+            (tool, Value::Object(args)),
+            ("get_issue", json!({"number": 7}))
+        );
+    }
 
     #[test]
     fn citations_and_mentions_name_the_same_items() {
