@@ -176,7 +176,7 @@ fn smollm2_steps_always_parse_and_runs_always_end() {
             for step in &outcome.steps {
                 // Every step parses as its protocol (a check, as yes or no), and none was cut
                 // off by the token limit.
-                if step.check.is_some() {
+                if step.check().is_some() {
                     assert!(["yes", "no"].contains(&step.output.as_str()), "{what}");
                 } else {
                     let parsed = protocol.parse(&step.output);
@@ -186,7 +186,7 @@ fn smollm2_steps_always_parse_and_runs_always_end() {
                 assert!(!error.contains("cut off"), "step {}\n{what}", step.index);
                 // Burrow's own first steps (the search with the task, the opening of its best
                 // match) ask no model.
-                assert_eq!(step.prompt_tokens > 0, !step.automatic, "{what}");
+                assert_eq!(step.prompt_tokens > 0, !step.by_burrow(), "{what}");
                 steps += 1;
                 generated += step.generated_tokens;
                 decode_ms += step.decode_ms;
@@ -252,7 +252,7 @@ fn real_questions_use_the_workspace_and_cite_only_what_was_seen() {
             assert_eq!(scored.repeated, 0, "{what}");
             // The model checked the match Burrow opened, in one word the grammar allowed;
             // having said it answers, it cited it.
-            let check = outcome.steps[2].check.clone().expect(&what);
+            let check = outcome.steps[2].check().cloned().expect(&what);
             assert!(
                 ["yes", "no"].contains(&outcome.steps[2].output.as_str()),
                 "{what}"

@@ -178,7 +178,7 @@ fn a_run_streams_its_steps_and_is_kept_in_history() {
         })
         .collect();
     assert_eq!(finished.len(), 3);
-    assert!(finished[0].automatic);
+    assert!(finished[0].by_burrow());
     assert_eq!(finished[0].action.as_ref().unwrap().tool, "search");
     assert_eq!(finished[1].observation.as_deref(), Some("6 * 7 = 42"));
     assert!(finished[1..].iter().all(|s| s.prompt_tokens > 0));

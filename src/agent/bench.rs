@@ -196,7 +196,7 @@ pub fn bench_agent(agent: &Agent<'_>, task: &str) -> AgentBenchReport {
             tool: s.action.as_ref().map(|a| a.tool.clone()),
             error: s.error.clone(),
             after_summary: summarized.contains(&s.index),
-            automatic: s.automatic,
+            automatic: s.by_burrow(),
             first_token_ms: first_tokens
                 .iter()
                 .find(|(i, _)| *i == s.index)

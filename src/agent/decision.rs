@@ -12,7 +12,7 @@ use super::prompt::Turn;
 use super::protocol::{Action, FinalStatus};
 use super::record::{ActionRecord, RunStatus, StepRecord};
 use super::run::{Agent, Next};
-use super::state::{plan_text, RunState, ANSWER_REFUSED};
+use super::state::{plan_text, RunState};
 use crate::notes::{self, GUIDANCE};
 use crate::tools::locator::{mentions, same_repo, Mention};
 use crate::tools::Locator;
@@ -48,7 +48,7 @@ impl Agent<'_> {
                     record.index + 1,
                     self.config.min_steps
                 ),
-                format!("{ANSWER_REFUSED}: too early"),
+                "final answer refused: too early".to_string(),
             ))
         } else {
             let open = state.plan.actionable();
@@ -69,7 +69,7 @@ impl Agent<'_> {
                              Finish them, or mark them completed or cancelled, then answer.",
                             list.join("; ")
                         ),
-                        format!("{ANSWER_REFUSED}: the plan has open items"),
+                        "final answer refused: the plan has open items".to_string(),
                     )
                 })
         };
@@ -77,6 +77,7 @@ impl Agent<'_> {
             notes.push(message);
             record.final_answer = None;
             record.error = Some(error);
+            record.answer_refused = true;
             let text = notes.join("\n");
             return self.finish_step(state, record, None, Some(text), on_event);
         }
@@ -147,6 +148,7 @@ impl Agent<'_> {
         record.tool_ms = acted.tool_ms;
         record.error = acted.error;
         record.call_failed = acted.failed_for_good;
+        record.repeated = acted.repeated;
         record.items = acted.items;
         if let Some(reason) = self
             .hooks

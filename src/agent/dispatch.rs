@@ -19,9 +19,19 @@ pub(super) struct Acted {
     /// The call opened one item (see `ToolOutput::opened`).
     pub opened: bool,
     pub error: Option<String>,
+    /// The result was the same as the last time, still in the prompt: the text points to it.
+    pub repeated: bool,
     /// The loop guard will refuse this call from now on (it failed for good).
     pub failed_for_good: bool,
     pub tool_ms: f64,
+}
+
+/// What a call's observation shows.
+struct Shown {
+    text: String,
+    items: Vec<Locator>,
+    opened: bool,
+    repeated: bool,
 }
 
 impl Agent<'_> {
@@ -53,15 +63,24 @@ impl Agent<'_> {
         let started = Instant::now();
         let key = call_key(&action.tool, &action.args);
         let failed_before = state.failed.contains_key(&key);
-        let (text, items, opened, error) = match self.guarded(state, action, cap, on_event) {
-            Ok((text, items, opened)) => (text, items, opened, None),
-            Err((text, error)) => (text, Vec::new(), false, Some(error)),
+        let (shown, error) = match self.guarded(state, action, cap, on_event) {
+            Ok(shown) => (shown, None),
+            Err((text, error)) => (
+                Shown {
+                    text,
+                    items: Vec::new(),
+                    opened: false,
+                    repeated: false,
+                },
+                Some(error),
+            ),
         };
         Acted {
-            text,
-            items,
-            opened,
+            text: shown.text,
+            items: shown.items,
+            opened: shown.opened,
             error,
+            repeated: shown.repeated,
             failed_for_good: !failed_before && state.failed.contains_key(&key),
             tool_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
@@ -74,7 +93,7 @@ impl Agent<'_> {
         action: &Action,
         cap_to: Option<usize>,
         on_event: &mut dyn FnMut(AgentEvent),
-    ) -> Result<(String, Vec<Locator>, bool), (String, String)> {
+    ) -> Result<Shown, (String, String)> {
         let key = call_key(&action.tool, &action.args);
         // The loop guard: no call is repeated after it failed, nor more than `repeat_limit`
         // times; the model is told what it already learned instead.
@@ -139,11 +158,21 @@ impl Agent<'_> {
                          arguments (above).",
                         action.tool
                     );
-                    return Ok((same, Vec::new(), false));
+                    return Ok(Shown {
+                        text: same,
+                        items: Vec::new(),
+                        opened: false,
+                        repeated: true,
+                    });
                 }
                 memo.result = text.clone();
                 memo.step = step;
-                Ok((text, items, opened))
+                Ok(Shown {
+                    text,
+                    items,
+                    opened,
+                    repeated: false,
+                })
             }
             Err(e) => {
                 let message = e.to_string();

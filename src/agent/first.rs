@@ -12,7 +12,7 @@ use std::time::Instant;
 use super::decision::CallShape;
 use super::events::{AgentError, AgentEvent};
 use super::protocol::Action;
-use super::record::{Check, StepRecord};
+use super::record::{Check, Origin, StepRecord};
 use super::run::{Agent, Next};
 use super::state::RunState;
 use super::step::decoded;
@@ -53,7 +53,7 @@ impl Agent<'_> {
             tool: SEARCH.to_string(),
             args: first_search(&state.task),
         };
-        let record = self.own_step(state, THOUGHT, &action, on_event);
+        let record = self.own_step(state, Origin::Search, THOUGHT, &action, on_event);
         let how = CallShape::default();
         self.call(
             state,
@@ -70,6 +70,7 @@ impl Agent<'_> {
     fn own_step(
         &self,
         state: &RunState,
+        origin: Origin,
         thought: &str,
         action: &Action,
         on_event: &mut dyn FnMut(AgentEvent),
@@ -80,7 +81,7 @@ impl Agent<'_> {
             index,
             output: self.config.protocol.write_call(thought, action),
             thought: thought.to_string(),
-            automatic: true,
+            origin,
             ..Default::default()
         }
     }
@@ -100,7 +101,7 @@ impl Agent<'_> {
     fn next_to_open_in(&self, state: &RunState, refused: Option<&Locator>) -> Option<Action> {
         let steps = &state.steps;
         let first = steps.first()?;
-        if !first.automatic || first.error.is_some() {
+        if first.origin != Origin::Search || first.error.is_some() {
             return None;
         }
         let taken = steps.len() + usize::from(refused.is_some());
@@ -108,7 +109,7 @@ impl Agent<'_> {
         let rejected = refused.is_some()
             || steps
                 .last()
-                .and_then(|s| s.check.as_ref())
+                .and_then(StepRecord::check)
                 .is_some_and(|c| !c.answers);
         if !after_search && !rejected {
             return None;
@@ -122,7 +123,7 @@ impl Agent<'_> {
         }
         let opened: Vec<&Locator> = steps
             .iter()
-            .filter_map(|s| s.check.as_ref().map(|c| &c.item))
+            .filter_map(|s| s.check().map(|c| &c.item))
             .chain(refused)
             .collect();
         let mut candidates: Vec<&Locator> = Vec::new();
@@ -155,7 +156,7 @@ impl Agent<'_> {
             cap: Some(OPENED_CHARS),
             checked: self.checks_fit(state.steps.len(), state.max_steps),
         };
-        let record = self.own_step(state, thought, &action, on_event);
+        let record = self.own_step(state, Origin::Open, thought, &action, on_event);
         self.call(state, record, Vec::new(), action, how, on_event)
     }
 
@@ -241,7 +242,7 @@ impl Agent<'_> {
             notes::NO_LEADING_MATCH.to_string()
         };
         record.thought = format!("Does {cite} answer the task?");
-        record.check = Some(Check { item, answers });
+        record.origin = Origin::Check(Check { item, answers });
         self.finish_step(state, record, None, Some(observation), on_event)
     }
 
@@ -256,11 +257,8 @@ impl Agent<'_> {
         let [first, .., last] = state.steps.as_slice() else {
             return None;
         };
-        let opened = first.automatic
-            && last.automatic
-            && last.error.is_none()
-            && last.check.is_none()
-            && last.action.as_ref().is_some_and(|a| a.tool != SEARCH);
+        let opened =
+            first.origin == Origin::Search && last.origin == Origin::Open && last.error.is_none();
         if opened {
             last.items.first()
         } else {
@@ -270,7 +268,7 @@ impl Agent<'_> {
 
     /// The item the model said answers the task, when the last step was that check.
     pub(super) fn confirmed(state: &RunState) -> Option<&Locator> {
-        let check = state.steps.last()?.check.as_ref()?;
+        let check = state.steps.last()?.check()?;
         check.answers.then_some(&check.item)
     }
 }

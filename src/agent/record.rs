@@ -88,13 +88,18 @@ pub struct StepRecord {
     /// What a final answer names (in its text, or cites without a grammar) that the run
     /// never saw: an issue, commit or file the model may have invented.
     pub unseen: Vec<String>,
-    /// Burrow took this step itself, not the model: the search of the workspace with the
-    /// task before the model's first step.
-    pub automatic: bool,
-    /// A check of one of the leading matches: the model said whether it answers the task.
-    pub check: Option<Check>,
+    /// Who took the step, and in which phase of the run.
+    pub origin: Origin,
     /// Set when the step did not parse, or its tool call failed or was refused.
     pub error: Option<String>,
+    /// The step's final answer was refused (too early, or the plan still open): the next
+    /// one is not refused for the plan again.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub answer_refused: bool,
+    /// The call's result was the same as the last time, still in the prompt, so the
+    /// observation points to it rather than repeating it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repeated: bool,
     /// The plan after the step.
     pub todos: Vec<TodoItem>,
     /// Tokens the model wrote.
@@ -119,6 +124,50 @@ pub struct StepRecord {
     pub ended: Option<RunStatus>,
 }
 
+/// Who took a step: the model, or Burrow itself in the run's opening (a search with the task,
+/// then the leading matches opened one by one, each checked by the model apart).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "by")]
+pub enum Origin {
+    /// The model's own step in the run's protocol.
+    #[default]
+    Model,
+    /// Burrow's search of the workspace with the task, before the model's first step.
+    Search,
+    /// Burrow's opening of one of that search's leading matches.
+    Open,
+    /// The model's yes or no, asked apart from the run, on the match just opened.
+    Check(Check),
+}
+
+impl StepRecord {
+    /// A step as the database keeps it, written by this version or an older one. Older ones
+    /// said who took a step with `automatic` and `check`, and a refused answer or a repeated
+    /// result only in the text of `error` and `observation`.
+    pub fn from_kept_json(json: &str) -> Result<StepRecord, serde_json::Error> {
+        let mut value: Value = serde_json::from_str(json)?;
+        if let Value::Object(fields) = &mut value {
+            if !fields.contains_key("origin") {
+                upgrade_older_step(fields);
+            }
+        }
+        serde_json::from_value(value)
+    }
+
+    /// Whether Burrow took this step itself (its search, or an opening of a match).
+    pub fn by_burrow(&self) -> bool {
+        matches!(self.origin, Origin::Search | Origin::Open)
+    }
+
+    /// What the step's check decided, when it was one.
+    pub fn check(&self) -> Option<&Check> {
+        match &self.origin {
+            Origin::Check(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
 /// What a check step decided: whether `item`, just opened, answers the task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
@@ -140,4 +189,80 @@ pub struct RunRecord {
     pub started_at: i64,
     pub ended_at: Option<i64>,
     pub steps: Vec<StepRecord>,
+}
+
+/// How the texts of older steps said what `answer_refused` and `repeated` now say.
+const OLDER_ANSWER_REFUSED: &str = "final answer refused";
+const OLDER_REPEATED: &str = "The same result as the last time";
+
+/// Gives a step kept before `origin` its typed fields, from the flags and texts it has.
+fn upgrade_older_step(fields: &mut Map<String, Value>) {
+    let automatic = fields.remove("automatic").and_then(|v| v.as_bool()) == Some(true);
+    let check = fields.remove("check").filter(|c| !c.is_null());
+    let searched = fields
+        .get("action")
+        .and_then(|a| a.get("tool"))
+        .and_then(Value::as_str)
+        == Some(crate::agent::first::SEARCH);
+    let origin = match (check, automatic) {
+        (Some(Value::Object(mut check)), _) => {
+            check.insert("by".into(), Value::from("check"));
+            Value::Object(check)
+        }
+        (_, true) if searched => serde_json::json!({"by": "search"}),
+        (_, true) => serde_json::json!({"by": "open"}),
+        _ => serde_json::json!({"by": "model"}),
+    };
+    fields.insert("origin".into(), origin);
+    let text_starts = |field: &str, start: &str| {
+        fields
+            .get(field)
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.starts_with(start))
+    };
+    let refused = text_starts("error", OLDER_ANSWER_REFUSED);
+    let repeated = text_starts("observation", OLDER_REPEATED);
+    fields.insert("answer_refused".into(), Value::Bool(refused));
+    fields.insert("repeated".into(), Value::Bool(repeated));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_kept_by_older_versions_read_with_their_origin() {
+        let read = |json: &str| StepRecord::from_kept_json(json).unwrap();
+        let search = read(r#"{"index":0,"automatic":true,"action":{"tool":"search","args":{}}}"#);
+        assert_eq!(search.origin, Origin::Search);
+        let open = read(r#"{"index":1,"automatic":true,"action":{"tool":"get_issue","args":{}}}"#);
+        assert_eq!(open.origin, Origin::Open);
+        let check = read(
+            r#"{"index":2,"check":{"item":{"kind":"issue","number":7,"repo":"o/r"},"answers":false}}"#,
+        );
+        assert_eq!(check.check().map(|c| c.answers), Some(false));
+        let model = read(r#"{"index":3,"error":"final answer refused: too early"}"#);
+        assert_eq!(model.origin, Origin::Model);
+        assert!(model.answer_refused);
+        let repeated = read(
+            r#"{"index":4,"observation":"The same result as the last time search was called"}"#,
+        );
+        assert!(repeated.repeated && !repeated.answer_refused);
+    }
+
+    #[test]
+    fn a_step_reads_back_as_it_was_written() {
+        let step = StepRecord {
+            index: 2,
+            origin: Origin::Check(Check {
+                item: Locator::commit("r", "abc123"),
+                answers: true,
+            }),
+            answer_refused: true,
+            ..Default::default()
+        };
+        let json = serde_json::to_string(&step).unwrap();
+        assert!(json.contains(r#""origin":{"by":"check""#), "{json}");
+        assert_eq!(StepRecord::from_kept_json(&json).unwrap(), step);
+    }
 }

@@ -367,11 +367,10 @@ fn replay_calls(state: &mut RunState, step: &StepRecord) {
         step: step.index,
     });
     memo.count += 1;
-    // As the live guard keeps it: a step that said "the same result as the last time" leaves
+    // As the live guard keeps it: a step that pointed to the same result shown before leaves
     // the result and the step that shows it as they were.
-    let observation = step.observation.as_deref().unwrap_or_default();
-    if !observation.starts_with("The same result as the last time") {
-        memo.result = observation.to_string();
+    if !step.repeated {
+        memo.result = step.observation.clone().unwrap_or_default();
         memo.step = step.index;
     }
 }

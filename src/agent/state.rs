@@ -14,9 +14,6 @@ use super::todo::{TodoError, TodoList};
 use crate::tools::locator::{mentions, Mention};
 use crate::tools::Locator;
 
-/// How a refused final answer's error starts in its step's record.
-pub(super) const ANSWER_REFUSED: &str = "final answer refused";
-
 pub(super) struct RunState {
     pub task: String,
     pub turns: Vec<Turn>,
@@ -158,11 +155,7 @@ impl RunState {
 
     /// Whether the step before this one was a final answer refused.
     pub fn last_answer_refused(&self) -> bool {
-        self.steps.last().is_some_and(|s| {
-            s.error
-                .as_deref()
-                .is_some_and(|e| e.starts_with(ANSWER_REFUSED))
-        })
+        self.steps.last().is_some_and(|s| s.answer_refused)
     }
 
     pub fn run_id(&self) -> Option<i64> {

@@ -230,7 +230,7 @@ impl RunStore for Workspace {
             .map_err(db_err("reading steps"))?;
         for row in rows {
             let (idx, json) = row.map_err(db_err("reading steps"))?;
-            let step: StepRecord = serde_json::from_str(&json).map_err(|e| {
+            let step = StepRecord::from_kept_json(&json).map_err(|e| {
                 WorkspaceError::Refused(format!("step {idx} of run {id} is not readable: {e}"))
             })?;
             run.steps.push(step);

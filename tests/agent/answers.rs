@@ -88,7 +88,7 @@ fn the_run_searches_with_the_task_first_and_cites_only_what_it_saw() {
         assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
         // The first step is Burrow's: a search with the task, for issues, as the question asks.
         let first = &outcome.steps[0];
-        assert!(first.automatic, "{first:?}");
+        assert!(first.by_burrow(), "{first:?}");
         let action = first.action.as_ref().unwrap();
         assert_eq!(action.tool, "search");
         assert_eq!(action.args["query"], task);
@@ -215,7 +215,7 @@ fn with_the_setting_off_the_model_takes_the_first_step() {
     .unwrap();
     let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
-    assert!(!outcome.steps[0].automatic);
+    assert!(!outcome.steps[0].by_burrow());
     assert_eq!(search.0.lock().unwrap().as_slice(), ["crash"]);
     assert_eq!(outcome.steps[1].citations.len(), 1);
 }
@@ -292,7 +292,7 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
     let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
     let opened = &outcome.steps[1];
-    assert!(opened.automatic, "{opened:?}");
+    assert!(opened.by_burrow(), "{opened:?}");
     let action = opened.action.as_ref().unwrap();
     assert_eq!(action.tool, "get_issue");
     assert_eq!(
@@ -537,7 +537,7 @@ fn the_model_checks_the_leading_matches_and_answers_with_the_one_it_accepts() {
         assert_eq!(s.len(), 6, "{s:#?}");
         // Burrow searches and opens; the model checks; Burrow opens the next; it checks; it
         // answers.
-        let automatic: Vec<bool> = s.iter().map(|s| s.automatic).collect();
+        let automatic: Vec<bool> = s.iter().map(|s| s.by_burrow()).collect();
         assert_eq!(automatic, [true, true, false, true, false, false]);
         assert_eq!(
             get.0.lock().unwrap().as_slice(),
@@ -546,7 +546,7 @@ fn the_model_checks_the_leading_matches_and_answers_with_the_one_it_accepts() {
                 (918, Some("acme/app".into()))
             ]
         );
-        let check = |i: usize| s[i].check.clone().unwrap();
+        let check = |i: usize| s[i].check().cloned().unwrap();
         assert_eq!(check(2).item, Locator::issue_or_pr("acme/app", 917, false));
         assert!(!check(2).answers);
         assert!(check(4).answers);

@@ -61,7 +61,7 @@ function newestRun() {
 /// Steps that decoded: index, prompt tokens, tokens, tok/s.
 function decodeFigures(run) {
   return run.steps
-    .filter((s) => !s.automatic && s.generated_tokens > 1 && s.decode_ms > 0)
+    .filter((s) => !["search", "open"].includes(s.origin?.by) && s.generated_tokens > 1 && s.decode_ms > 0)
     .map((s) => ({ index: s.index, prompt: s.prompt_tokens, tokens: s.generated_tokens, tps: (s.generated_tokens - 1) / (s.decode_ms / 1000) }));
 }
 

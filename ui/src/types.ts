@@ -44,10 +44,14 @@ export interface StepRecord {
   citations?: ItemRef[];
   /// What a final answer names that the run never saw (absent in older records).
   unseen?: string[];
-  /// Burrow took the step itself: the search with the task before the model's first step.
-  automatic?: boolean;
-  /// A check: whether the item Burrow just opened answers the task, as the model said.
-  check?: { item: ItemRef; answers: boolean } | null;
+  /// Who took the step: the model, or Burrow itself (its search with the task, then the
+  /// opening of a leading match), or a check, where the model said whether the item Burrow
+  /// just opened answers the task. The core reads older records into this form.
+  origin?:
+    | { by: "model" }
+    | { by: "search" }
+    | { by: "open" }
+    | { by: "check"; item: ItemRef; answers: boolean };
   error: string | null;
   todos: TodoItem[];
   generated_tokens: number;

@@ -101,7 +101,7 @@ describe("Timeline", () => {
       agent({
         type: "step_finished",
         step: record(0, {
-          automatic: true,
+          origin: { by: "search" },
           action: { tool: "search", args: { query: "t" } },
           observation: "1. [issue] #907 ...",
           items: [issue],
@@ -152,12 +152,12 @@ describe("Timeline", () => {
       agent({ type: "token", index: 2, text: "no" }),
       agent({
         type: "step_finished",
-        step: record(2, { output: "no", thought: "Does bitcoin-core/gui#897 answer the task?", observation: "Then the next match.", check: { item: wrong, answers: false } }),
+        step: record(2, { output: "no", thought: "Does bitcoin-core/gui#897 answer the task?", observation: "Then the next match.", origin: { by: "check", item: wrong, answers: false } }),
       }),
       agent({ type: "step_started", index: 4 }),
       agent({
         type: "step_finished",
-        step: record(4, { output: "yes", observation: "Then give the final answer.", check: { item: right, answers: true } }),
+        step: record(4, { output: "yes", observation: "Then give the final answer.", origin: { by: "check", item: right, answers: true } }),
       }),
     ]);
     t.update(s.run);
