@@ -14,13 +14,14 @@ use super::events::{AgentError, AgentEvent, RunOutcome};
 use super::hooks::{Hook, HookContext, Hooks};
 use super::meta;
 use super::prompt::{PromptTemplate, PromptVars, Turn};
+use super::protocol::Action;
 use super::record::{RunStatus, StepRecord};
 use super::state::{call_key, plan_text, CallMemo, RunState};
 use super::store::{RunHandle, RunStore};
 use super::todo::TodoList;
 use super::toolbelt::initial_tools;
 use crate::llm::engine::{CancelToken, LanguageModel};
-use crate::tools::{ToolRegistry, ToolSpec};
+use crate::tools::{Locator, ToolRegistry, ToolSpec};
 use crate::workspace::WorkspaceError;
 
 /// The agent: a model, tools, and how to use them.
@@ -39,6 +40,21 @@ pub struct Agent<'a> {
     /// Where the KV state of the system prompt is kept between processes (see
     /// `with_warm_start`).
     pub(super) warm_dir: Option<PathBuf>,
+}
+
+/// What a run does next (see `Agent::next_phase`).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Phase {
+    /// It ends with no answer: cancelled, or at its step limit.
+    End(RunStatus),
+    /// Burrow searches the workspace with the task.
+    Search,
+    /// Burrow opens one of the search's leading matches with this call.
+    Open(Action),
+    /// The model says whether this match, just opened, answers the task.
+    Check(Locator),
+    /// The model takes a step of its own.
+    Model,
 }
 
 /// What one step decided.
@@ -241,6 +257,7 @@ impl<'a> Agent<'a> {
         })
     }
 
+    /// The run's loop: each turn, `next_phase` says what comes next, and that is done.
     fn drive(
         &self,
         mut state: RunState,
@@ -248,23 +265,12 @@ impl<'a> Agent<'a> {
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> RunOutcome {
         loop {
-            if cancel.is_cancelled() {
-                return self.end(&mut state, RunStatus::Cancelled, None, None, on_event);
-            }
-            if state.steps.len() >= state.max_steps {
-                return self.end(&mut state, RunStatus::MaxSteps, None, None, on_event);
-            }
-            // A run's first step is Burrow's search with the task, where it searches first.
-            // Then it opens the best match and asks the model whether it answers the task,
-            // and the next match while it says no (see `agent/first.rs`).
-            let next = if state.steps.is_empty() && self.searches_first(&state) {
-                self.search_first(&mut state, on_event)
-            } else if let Some(open) = self.next_to_open(&state) {
-                self.open_match(&mut state, open, on_event)
-            } else if let Some(item) = self.check_due(&state) {
-                self.check(&mut state, item, cancel, on_event)
-            } else {
-                self.step(&mut state, cancel, on_event)
+            let next = match self.next_phase(&state, cancel) {
+                Phase::End(status) => return self.end(&mut state, status, None, None, on_event),
+                Phase::Search => self.search_first(&mut state, on_event),
+                Phase::Open(action) => self.open_match(&mut state, action, on_event),
+                Phase::Check(item) => self.check(&mut state, item, cancel, on_event),
+                Phase::Model => self.step(&mut state, cancel, on_event),
             };
             match next {
                 Ok(Next::Continue) => {}
@@ -275,6 +281,27 @@ impl<'a> Agent<'a> {
                 }) => return self.end(&mut state, status, answer, error, on_event),
                 Err(e) => return self.fail(&mut state, e, on_event),
             }
+        }
+    }
+
+    /// What the run does next, from its state: the one place that decides it.
+    ///
+    /// A run's first step is Burrow's search with the task, where it searches first. Then it
+    /// opens the best match and asks the model whether it answers the task, and the next
+    /// match while it says no (see `agent/first.rs`); then the model takes its own steps.
+    pub(super) fn next_phase(&self, state: &RunState, cancel: &CancelToken) -> Phase {
+        if cancel.is_cancelled() {
+            Phase::End(RunStatus::Cancelled)
+        } else if state.steps.len() >= state.max_steps {
+            Phase::End(RunStatus::MaxSteps)
+        } else if state.steps.is_empty() && self.searches_first(state) {
+            Phase::Search
+        } else if let Some(open) = self.next_to_open(state) {
+            Phase::Open(open)
+        } else if let Some(item) = self.check_due(state) {
+            Phase::Check(item)
+        } else {
+            Phase::Model
         }
     }
 
