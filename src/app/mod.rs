@@ -6,7 +6,7 @@
 
 pub mod eval;
 pub mod eval_search;
-pub mod mcp;
+pub mod mcp_server;
 pub mod meaning;
 pub mod models;
 pub mod search;

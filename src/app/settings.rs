@@ -61,7 +61,7 @@ pub struct Settings {
     #[serde(deserialize_with = "objects")]
     pub models: BTreeMap<String, LoadOptions>,
     /// MCP servers whose tools join the agent's toolbelt (started only for runs).
-    pub mcp_servers: Vec<crate::tools::mcp::McpServerConfig>,
+    pub mcp_servers: Vec<crate::tools::mcp_client::McpServerConfig>,
     /// The model in use, served over the OpenAI API on this machine (`burrow serve` from the
     /// app).
     #[serde(deserialize_with = "object")]

@@ -14,10 +14,10 @@ impl App {
         let mut problems = Vec::new();
         let configs = lock(&self.settings).mcp_servers.clone();
         for config in &configs {
-            match crate::tools::mcp::McpServer::connect(config) {
+            match crate::tools::mcp_client::McpServer::connect(config) {
                 Ok(server) => {
                     let server = Arc::new(server);
-                    problems.extend(crate::tools::mcp::register(&mut self.tools, server));
+                    problems.extend(crate::tools::mcp_client::register(&mut self.tools, server));
                 }
                 Err(e) => problems.push(e.to_string()),
             }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use burrow::app::mcp::WorkspaceServer;
+use burrow::app::mcp_server::WorkspaceServer;
 use burrow::app::App;
 use burrow::config::BurrowHome;
 

@@ -8,7 +8,7 @@
 
 pub mod calculate;
 pub mod locator;
-pub mod mcp;
+pub mod mcp_client;
 pub mod workspace;
 
 pub use locator::Locator;

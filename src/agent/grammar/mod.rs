@@ -203,7 +203,7 @@ fn in_repos(tools: &[ToolSpec], repos: &[String]) -> Vec<ToolSpec> {
         .iter()
         .map(|t| {
             let mut t = t.clone();
-            if t.name.contains(crate::tools::mcp::SEPARATOR) {
+            if t.name.contains(crate::tools::mcp_client::SEPARATOR) {
                 return t;
             }
             if let Some(repo) = t.parameters.pointer_mut("/properties/repo") {
