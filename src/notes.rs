@@ -46,6 +46,18 @@ pub fn cut_marks() -> Option<&'static Regex> {
     MARKS.get_or_init(|| Regex::new(CUT_MARKS).ok()).as_ref()
 }
 
+// ---- marks of a search's matches ----
+
+/// What marks a match in a search's snippets (`«word»`); the text's own « and » are shown as
+/// ‹ and › there, so every one in a snippet is a mark (`workspace/search/snippet.rs`).
+pub const MATCH_MARKS: [char; 2] = ['«', '»'];
+
+/// `text` without the match marks a model copied from a snippet: `«search»es` reads
+/// `searches`, and `NAME_«PART»_REST` is the identifier again.
+pub fn without_match_marks(text: &str) -> String {
+    text.replace(MATCH_MARKS, "")
+}
+
 // ---- notes that guide the model ----
 
 /// After Burrow's first search: what the model can do next, in a line.

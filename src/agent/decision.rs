@@ -219,17 +219,18 @@ fn regex_of(
 }
 
 /// The answer without what a small model copied from Burrow's own notes: the sentences that
-/// repeat its guidance ("If one answers it, give the final answer now and cite …") and the
+/// repeat its guidance ("If one answers it, give the final answer now and cite …"), the
 /// marks it puts where it cut a text ("[cut: 1200 of 1348 characters shown]", "[cut at line
-/// …]"). The default model answered so in 6 of 98 evaluation runs, and users read that as
+/// …]") and those of a search's matches ("«search»es"). The default model answered so in 6 of 98 evaluation runs, and users read that as
 /// the answer. What is left of it is the answer; where nothing is, the items it cites that
 /// the run saw (`seen_citations`: that was all it said), and without those the text as
 /// written (nothing is lost).
 pub(super) fn without_guidance(answer: &str, seen_citations: &[String]) -> String {
     static AFTER: OnceLock<Option<Regex>> = OnceLock::new();
+    let answer = notes::without_match_marks(answer);
     let text = match notes::cut_marks() {
-        Some(re) => re.replace_all(answer, "").into_owned(),
-        None => answer.to_string(),
+        Some(re) => re.replace_all(&answer, "").into_owned(),
+        None => answer.clone(),
     };
     let mut kept = String::new();
     let mut dropped = false;
@@ -620,6 +621,19 @@ mod tests {
     /// Issue 22's eval flagged `#277` (linked in the issue the run opened), a hash quoted in a
     /// pull request's review and the files a commit lists as "never seen": the run saw each
     /// one, in an observation's text.
+    #[test]
+    fn match_marks_copied_from_snippets_are_taken_out_of_an_answer() {
+        let cite = vec!["o/r#1".to_string()];
+        assert_eq!(
+            without_guidance("It «search»es the «current» «directory».", &cite),
+            "It searches the current directory."
+        );
+        assert_eq!(
+            without_guidance("The flag is set by HAS_«WALK»_DIR.", &cite),
+            "The flag is set by HAS_WALK_DIR."
+        );
+    }
+
     #[test]
     fn what_an_observation_named_is_not_flagged_as_unseen() {
         let seen = [
