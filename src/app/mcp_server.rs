@@ -131,7 +131,10 @@ fn tool_result(outcome: Result<crate::tools::ToolOutput, ToolError>) -> CallTool
             let total = out.text.chars().count();
             let text = if total > MAX_RESULT_CHARS {
                 let kept: String = out.text.chars().take(MAX_RESULT_CHARS).collect();
-                format!("{kept}\n[cut: {MAX_RESULT_CHARS} of {total} characters shown]")
+                format!(
+                    "{kept}\n{}",
+                    crate::notes::cut_chars(MAX_RESULT_CHARS, total)
+                )
             } else {
                 out.text
             };
