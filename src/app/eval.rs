@@ -105,7 +105,7 @@ impl Accepted {
 
     /// Whether something the answer's text names is this item (the text names no repository).
     /// `files_ending`: how many of the workspace's files a path's end names.
-    fn named_by(&self, m: &Mention, files_ending: &dyn Fn(&str) -> usize) -> bool {
+    pub(crate) fn named_by(&self, m: &Mention, files_ending: &dyn Fn(&str) -> usize) -> bool {
         match (self, m) {
             (Accepted::Number { number, .. }, Mention::Number(n)) => n == number,
             (Accepted::Number { number, repo }, Mention::RepoNumber { repo: r, number: n }) => {
@@ -300,7 +300,7 @@ pub fn summarize(runs: &[Scored]) -> Summary {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return 0.0;
     }

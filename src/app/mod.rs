@@ -6,6 +6,7 @@
 
 pub mod eval;
 pub mod eval_search;
+pub mod eval_tasks;
 pub mod mcp_server;
 pub mod meaning;
 pub mod models;

@@ -15,6 +15,7 @@ use burrow::agent::AgentConfig;
 use burrow::app::eval::{
     baseline, read_questions, summarize, BaselineHit, Question, Scored, Summary,
 };
+use burrow::app::eval_tasks::{is_task_set, read_tasks, summarize_tasks, ScoredTask, TaskSummary};
 use burrow::app::meaning::ModelEmbedder;
 use burrow::app::App;
 use burrow::config::BurrowHome;
@@ -89,22 +90,152 @@ pub struct EvalArgs {
 }
 
 pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
+    if is_task_set(&args.questions) {
+        return task_eval(home, &args);
+    }
     let mut questions = read_questions(&args.questions)?;
-    if let Some(split) = &args.split {
-        questions.retain(|q| &q.split == split);
-    }
-    if !args.only.is_empty() {
-        questions.retain(|q| args.only.contains(&q.id));
-    }
-    if let Some(n) = args.limit {
-        questions.truncate(n);
-    }
-    if questions.is_empty() {
-        bail!("no question of {} is left to ask", args.questions.display());
-    }
+    chosen(&args, &mut questions, |q| (&q.id, &q.split))?;
     if !args.search.is_empty() {
         return search_eval(home, &args, &questions);
     }
+    let app = App::open(home.clone())?;
+    // Before any model loads: an empty workspace is said at once.
+    app.check_answerable()?;
+    // The runs' searches rank as a user's do, by meaning as well where the workspace has
+    // vectors, and so does the baseline's: the agent is measured against the search it has.
+    super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
+    let base = baseline(app.workspace(), &questions)?;
+    let mut out = out_file(&args)?;
+    let mut runs: Vec<Scored> = Vec::new();
+    let mut summaries: Vec<Summary> = Vec::new();
+    each_model_and_protocol(home, &app, &args, &mut |model, config| {
+        let mut these: Vec<Scored> = Vec::new();
+        for q in &questions {
+            let s = app.eval_question(model, config.clone(), q, &mut |_| {})?;
+            if !args.json {
+                eprintln!("{}", super::term(&line(&s)));
+            }
+            if let Some(f) = out.as_mut() {
+                writeln!(f, "{}", serde_json::to_string(&s)?)?;
+            }
+            these.push(s);
+        }
+        summaries.push(summarize(&these));
+        runs.extend(these);
+        Ok(())
+    })?;
+    if args.json {
+        let json = serde_json::json!({
+            "questions": questions.len(),
+            "baseline": base,
+            "summaries": summaries,
+            "runs": runs,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print_table(&summaries, &base);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `burrow eval` on a task set: each answer scored part by part, summarized per kind.
+fn task_eval(home: &BurrowHome, args: &EvalArgs) -> Result<ExitCode> {
+    let mut tasks = read_tasks(&args.questions)?;
+    chosen(args, &mut tasks, |t| (&t.id, &t.split))?;
+    if !args.search.is_empty() {
+        bail!(
+            "--search measures question sets; {} holds tasks",
+            args.questions.display()
+        );
+    }
+    let app = App::open(home.clone())?;
+    app.check_answerable()?;
+    super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
+    let mut out = out_file(args)?;
+    let mut runs: Vec<ScoredTask> = Vec::new();
+    let mut summaries: Vec<TaskSummary> = Vec::new();
+    each_model_and_protocol(home, &app, args, &mut |model, config| {
+        let mut these: Vec<ScoredTask> = Vec::new();
+        for t in &tasks {
+            let s = app.eval_task(model, config.clone(), t, &mut |_| {})?;
+            if !args.json {
+                eprintln!("{}", super::term(&task_line(&s)));
+            }
+            if let Some(f) = out.as_mut() {
+                writeln!(f, "{}", serde_json::to_string(&s)?)?;
+            }
+            these.push(s);
+        }
+        summaries.extend(summarize_tasks(&these));
+        runs.extend(these);
+        Ok(())
+    })?;
+    if args.json {
+        let json = serde_json::json!({"tasks": tasks.len(), "summaries": summaries, "runs": runs});
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<32} {:<12} {:<14} {:>4} {:>8} {:>6} {:>6} {:>6} {:>9}",
+        "model", "protocol", "kind", "n", "accuracy", "acted", "steps", "unseen", "median s"
+    );
+    for s in &summaries {
+        println!(
+            "{:<32} {:<12} {:<14} {:>4} {:>8.2} {:>6.2} {:>6.1} {:>6} {:>9.1}",
+            s.model,
+            s.protocol,
+            s.kind,
+            s.tasks,
+            s.accuracy,
+            s.model_acted,
+            s.median_steps,
+            s.unseen,
+            s.median_wall_s
+        );
+    }
+    println!(
+        "accuracy: every part of the answer is in it, and it lists no candidates in place of one; \
+         acted: the model called a workspace tool itself, with arguments not the task's own words"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps the entries `--split`, `--only` and `--limit` choose, and refuses an empty choice.
+fn chosen<T>(
+    args: &EvalArgs,
+    entries: &mut Vec<T>,
+    id_split: impl Fn(&T) -> (&String, &String),
+) -> Result<()> {
+    if let Some(split) = &args.split {
+        entries.retain(|e| id_split(e).1 == split);
+    }
+    if !args.only.is_empty() {
+        entries.retain(|e| args.only.contains(id_split(e).0));
+    }
+    if let Some(n) = args.limit {
+        entries.truncate(n);
+    }
+    if entries.is_empty() {
+        bail!("no question of {} is left to ask", args.questions.display());
+    }
+    Ok(())
+}
+
+fn out_file(args: &EvalArgs) -> Result<Option<std::fs::File>> {
+    args.out
+        .as_ref()
+        .map(|p| std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display())))
+        .transpose()
+}
+
+/// Loads each model the arguments name in turn and calls `f` with it and each protocol's
+/// agent configuration.
+fn each_model_and_protocol(
+    home: &BurrowHome,
+    app: &App,
+    args: &EvalArgs,
+    f: &mut dyn FnMut(&dyn burrow::llm::engine::LanguageModel, &AgentConfig) -> Result<()>,
+) -> Result<()> {
     let protocols: Vec<Protocol> = if args.protocol == "all" {
         PROTOCOLS.to_vec()
     } else {
@@ -115,21 +246,6 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
     } else {
         args.models.iter().cloned().map(Some).collect()
     };
-    let app = App::open(home.clone())?;
-    // Before any model loads: an empty workspace is said at once.
-    app.check_answerable()?;
-    // The runs' searches rank as a user's do, by meaning as well where the workspace has
-    // vectors, and so does the baseline's: the agent is measured against the search it has.
-    super::search_by_meaning(&app, args.words_only, args.embedding_model.as_deref())?;
-    let base = baseline(app.workspace(), &questions)?;
-    let mut out = match &args.out {
-        Some(p) => Some(
-            std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
-        ),
-        None => None,
-    };
-    let mut runs: Vec<Scored> = Vec::new();
-    let mut summaries: Vec<Summary> = Vec::new();
     for model in models {
         let model_args = ModelArgs {
             model,
@@ -144,42 +260,35 @@ pub fn eval(home: &BurrowHome, args: EvalArgs) -> Result<ExitCode> {
         };
         let loaded = load_model(home, &model_args)?;
         for &p in &protocols {
-            let mut these: Vec<Scored> = Vec::new();
-            for q in &questions {
-                let config = AgentConfig {
-                    protocol: p,
-                    max_steps: args.max_steps,
-                    search_first: !args.no_search_first,
-                    check_matches: args.check_matches,
-                    few_shot: args.few_shot,
-                    task_context: app.task_context()?,
-                    ..Default::default()
-                };
-                let s = app.eval_question(&*loaded.model, config, q, &mut |_| {})?;
-                if !args.json {
-                    eprintln!("{}", super::term(&line(&s)));
-                }
-                if let Some(f) = out.as_mut() {
-                    writeln!(f, "{}", serde_json::to_string(&s)?)?;
-                }
-                these.push(s);
-            }
-            summaries.push(summarize(&these));
-            runs.extend(these);
+            let config = AgentConfig {
+                protocol: p,
+                max_steps: args.max_steps,
+                search_first: !args.no_search_first,
+                check_matches: args.check_matches,
+                few_shot: args.few_shot,
+                task_context: app.task_context()?,
+                ..Default::default()
+            };
+            f(&*loaded.model, &config)?;
         }
     }
-    if args.json {
-        let json = serde_json::json!({
-            "questions": questions.len(),
-            "baseline": base,
-            "summaries": summaries,
-            "runs": runs,
-        });
-        println!("{}", serde_json::to_string_pretty(&json)?);
-    } else {
-        print_table(&summaries, &base);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+fn task_line(s: &ScoredTask) -> String {
+    let parts: String = s.parts.iter().map(|p| if *p { '✓' } else { '✗' }).collect();
+    format!(
+        "{} {} [{} {}] parts {parts}{}, {} steps, model called [{}], {:.1} s, {}",
+        if s.correct { "✓" } else { "✗" },
+        s.id,
+        s.model,
+        s.protocol,
+        if s.too_many { " (too many named)" } else { "" },
+        s.steps,
+        s.model_calls.join(" "),
+        s.wall_s,
+        s.status.as_str(),
+    )
 }
 
 fn line(s: &Scored) -> String {
