@@ -31,7 +31,7 @@ pub enum SettingsError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Settings {
-    /// The ReAct dialect (see the README for why json-typed is the default).
+    /// The ReAct dialect (docs/measurements/answers.md shows why json-typed is the default).
     pub protocol: String,
     pub max_steps: usize,
     /// 0 decodes greedily (reproducible runs).

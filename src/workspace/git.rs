@@ -496,7 +496,7 @@ impl GitRepo {
 
 /// The bytes of changed lines kept for one commit's search entry. A commit is asked about by
 /// what it did ("the commit that made --no-ignore imply --no-ignore-parent"), which its
-/// subject often leaves out and its lines say. Chosen on the dev questions (README): 1,000,
+/// subject often leaves out and its lines say. Chosen on the dev questions (docs/measurements/search.md): 1,000,
 /// 2,000, 4,000 and 8,000 gave hybrid MRR@10 0.833, 0.840, 0.813 and 0.810 there; past
 /// 2,000 a large commit's lines match more of every question than they answer.
 pub const CHANGED_LINES_BYTES: usize = 2000;

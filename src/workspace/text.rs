@@ -241,7 +241,7 @@ pub(crate) enum Role {
     /// The lines a commit changed, beside its message's unit: searched by words only, with no
     /// vector (its message says what it is about; its lines, 1.4 MB of mostly code over
     /// ripgrep's history, would add about a fifth to an embedding pass of the workspace, and
-    /// ranked worse with vectors when tried: README, "A commit's changed lines").
+    /// ranked worse with vectors when tried: docs/search.md).
     Changes,
 }
 
@@ -278,7 +278,7 @@ impl Role {
 /// as one unit (at the first of them). A question about what a file does is answered by the
 /// file as a whole, which no 40-line part of it states: ranked by meaning among ripgrep's code
 /// files, the outlines put the asked file higher than the best of its parts for 10 of 20
-/// questions and lower for 1 (README, "Search, measured"). None when nothing in the file looks
+/// questions and lower for 1 (docs/measurements/search.md). None when nothing in the file looks
 /// like documentation or a declaration.
 pub fn outline_unit(text: &str) -> Option<Unit> {
     let mut first = None;

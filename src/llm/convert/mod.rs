@@ -50,7 +50,7 @@ pub enum Precision {
     F16,
     /// llama.cpp's 8-bit blocks (32 weights and one F16 scale): about half of F16's size,
     /// within 0.998 in cosine of the reference, but measured no faster than F16 on a 2-core
-    /// x86-64-v3 CPU (see the README), so the catalogue keeps F16.
+    /// x86-64-v3 CPU (docs/measurements/embedding.md), so the catalogue keeps F16.
     Q8_0,
 }
 

@@ -12,7 +12,7 @@ use crate::workspace::{db_err, Workspace, WorkspaceError};
 /// Reciprocal rank fusion's constant: a unit's hybrid score is the sum over the rankings of
 /// weight / (RRF_K + its rank). The paper's 60 (Cormack et al., 2009; GPT4All's too) makes
 /// rank 1 and rank 5 nearly equal, and then an issue found first could not lift the pull
-/// request that fixed it. Tuned on the dev questions (README): 10 at first; 5 once words
+/// request that fixed it. Tuned on the dev questions (docs/measurements/search.md): 10 at first; 5 once words
 /// ranked files by their outlines and searched for abbreviations (dev MRR@10 0.770 at 10,
 /// 0.777 at 5, 0.768-0.775 at 2-8 but 6): a first place in one ranking is no longer outweighed
 /// by units both rankings hold lower down.
@@ -23,7 +23,7 @@ pub const RRF_K: f64 = 5.0;
 pub const ALL_KINDS_WEIGHT: f64 = 0.5;
 
 /// The weight of "linked to an issue the query finds" beside the rankings by words and by
-/// meaning, for a query asking for a pull request (tuned on the dev questions, README).
+/// meaning, for a query asking for a pull request (tuned on the dev questions, docs/measurements/search.md).
 pub const LINK_WEIGHT: f64 = 2.0;
 
 /// The weight of the ranking of files' outlines by meaning in a search kept to code, beside
