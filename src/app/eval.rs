@@ -135,11 +135,35 @@ impl Accepted {
 
 /// Reads a question set: one JSON object per line (blank lines and `//` comments skipped).
 pub fn read_questions(path: &Path) -> Result<Vec<Question>, EvalError> {
+    read_set(path, |q: &Question| {
+        if q.question.trim().is_empty() {
+            return Err("the question is empty".into());
+        }
+        if q.accept.is_empty() {
+            return Err(format!("{} accepts no item", q.id));
+        }
+        match q.accept.iter().find(|a| Accepted::parse(a).is_none()) {
+            Some(bad) => Err(format!(
+                "{}: {bad:?} is not repo#N, repo:path or repo@hash",
+                q.id
+            )),
+            None => Ok(q.id.clone()),
+        }
+    })
+}
+
+/// Reads a set of JSON lines (blank lines and `//` comments skipped): `check` refuses an entry
+/// with the reason, or gives its id, which no other entry may have.
+pub(crate) fn read_set<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    check: impl Fn(&T) -> Result<String, String>,
+) -> Result<Vec<T>, EvalError> {
     let text = std::fs::read_to_string(path).map_err(|source| EvalError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut out: Vec<Question> = Vec::new();
+    let mut out: Vec<T> = Vec::new();
+    let mut ids: Vec<String> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with("//") {
@@ -150,23 +174,13 @@ pub fn read_questions(path: &Path) -> Result<Vec<Question>, EvalError> {
             line: i + 1,
             reason,
         };
-        let q: Question = serde_json::from_str(line).map_err(|e| invalid(e.to_string()))?;
-        if q.question.trim().is_empty() {
-            return Err(invalid("the question is empty".into()));
+        let entry: T = serde_json::from_str(line).map_err(|e| invalid(e.to_string()))?;
+        let id = check(&entry).map_err(invalid)?;
+        if ids.contains(&id) {
+            return Err(invalid(format!("the id {id} is used twice")));
         }
-        if q.accept.is_empty() {
-            return Err(invalid(format!("{} accepts no item", q.id)));
-        }
-        if let Some(bad) = q.accept.iter().find(|a| Accepted::parse(a).is_none()) {
-            return Err(invalid(format!(
-                "{}: {bad:?} is not repo#N, repo:path or repo@hash",
-                q.id
-            )));
-        }
-        if out.iter().any(|o| o.id == q.id) {
-            return Err(invalid(format!("the id {} is used twice", q.id)));
-        }
-        out.push(q);
+        ids.push(id);
+        out.push(entry);
     }
     if out.is_empty() {
         return Err(EvalError::Empty(path.to_path_buf()));
@@ -389,7 +403,7 @@ impl App {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn question(accept: &[&str]) -> Question {
@@ -403,7 +417,12 @@ mod tests {
         }
     }
 
-    fn finished(answer: &str, citations: Vec<Locator>, steps: Vec<StepRecord>) -> RunOutcome {
+    /// A run that ended with `answer`, citing `citations`, after `steps`.
+    pub(crate) fn finished(
+        answer: &str,
+        citations: Vec<Locator>,
+        steps: Vec<StepRecord>,
+    ) -> RunOutcome {
         let mut steps = steps;
         steps.push(StepRecord {
             index: steps.len(),

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::eval::{Accepted, EvalError};
+use super::eval::{read_set, Accepted, EvalError};
 use super::{App, AppError};
 use crate::agent::meta::is_meta;
 use crate::agent::record::{RunStatus, StepRecord};
@@ -80,34 +80,16 @@ pub fn is_task_set(path: &Path) -> bool {
 
 /// Reads a task set: one JSON object per line (blank lines and `//` comments skipped).
 pub fn read_tasks(path: &Path) -> Result<Vec<Task>, EvalError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EvalError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut out: Vec<Task> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with("//") {
-            continue;
-        }
-        let invalid = |reason: String| EvalError::Invalid {
-            path: path.to_path_buf(),
-            line: i + 1,
-            reason,
-        };
-        let t: Task = serde_json::from_str(line).map_err(|e| invalid(e.to_string()))?;
+    read_set(path, |t: &Task| {
         if t.task.trim().is_empty() {
-            return Err(invalid(format!("{}: the task is empty", t.id)));
+            return Err(format!("{}: the task is empty", t.id));
         }
         if t.parts.is_empty() {
-            return Err(invalid(format!("{}: the task has no parts", t.id)));
+            return Err(format!("{}: the task has no parts", t.id));
         }
         for p in &t.parts {
             if p.accept.iter().all(|a| a.trim().is_empty()) {
-                return Err(invalid(format!(
-                    "{}: a {:?} part accepts nothing",
-                    t.id, p.what
-                )));
+                return Err(format!("{}: a {:?} part accepts nothing", t.id, p.what));
             }
             let bad = p.accept.iter().find(|a| match p.what {
                 k if k.is_item() => Accepted::parse(a).is_none(),
@@ -116,21 +98,14 @@ pub fn read_tasks(path: &Path) -> Result<Vec<Task>, EvalError> {
                 _ => false,
             });
             if let Some(bad) = bad {
-                return Err(invalid(format!(
+                return Err(format!(
                     "{}: {bad:?} is no answer for a {:?} part",
                     t.id, p.what
-                )));
+                ));
             }
         }
-        if out.iter().any(|o| o.id == t.id) {
-            return Err(invalid(format!("the id {} is used twice", t.id)));
-        }
-        out.push(t);
-    }
-    if out.is_empty() {
-        return Err(EvalError::Empty(path.to_path_buf()));
-    }
-    Ok(out)
+        Ok(t.id.clone())
+    })
 }
 
 /// One task done by one model under one protocol.

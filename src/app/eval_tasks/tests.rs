@@ -1,6 +1,7 @@
 //! Scoring a task's answer part by part, and reading a task set.
 
 use super::*;
+use crate::app::eval::tests::finished;
 use crate::tools::Locator;
 
 fn task(parts: &[(PartKind, &[&str])]) -> Task {
@@ -21,28 +22,11 @@ fn task(parts: &[(PartKind, &[&str])]) -> Task {
     }
 }
 
-fn answered(answer: &str, citations: Vec<Locator>, steps: Vec<StepRecord>) -> RunOutcome {
-    let mut steps = steps;
-    steps.push(StepRecord {
-        index: steps.len(),
-        final_answer: Some(answer.into()),
-        citations,
-        ..Default::default()
-    });
-    RunOutcome {
-        run_id: None,
-        status: RunStatus::Succeeded,
-        final_answer: Some(answer.into()),
-        error: None,
-        steps,
-    }
-}
-
 fn score(t: &Task, answer: &str) -> ScoredTask {
     score_task(
         t,
         ("m", "p"),
-        &answered(answer, Vec::new(), Vec::new()),
+        &finished(answer, Vec::new(), Vec::new()),
         1.0,
         &|_| 1,
     )
@@ -69,7 +53,7 @@ fn a_task_counts_only_when_every_part_is_in_the_answer() {
 fn a_cited_item_counts_as_named() {
     let t = task(&[(PartKind::Pr, &["bitcoin-core/gui#430"])]);
     let cited = Locator::issue_or_pr("bitcoin-core/gui", 430, true);
-    let o = answered("The fix is the one cited.", vec![cited], Vec::new());
+    let o = finished("The fix is the one cited.", vec![cited], Vec::new());
     assert!(score_task(&t, ("m", "p"), &o, 1.0, &|_| 1).correct);
 }
 
@@ -143,7 +127,7 @@ fn the_models_own_calls_are_told_from_burrows_and_from_the_tasks_words() {
         Origin::Model,
     );
     let run = |steps| {
-        let o = answered("#430", Vec::new(), steps);
+        let o = finished("#430", Vec::new(), steps);
         score_task(&t, ("m", "p"), &o, 1.0, &|_| 1)
     };
     let s = run(vec![burrows.clone(), echo.clone()]);
