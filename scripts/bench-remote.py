@@ -66,7 +66,7 @@ def bench(burrow, env, args, agent=True):
 
 
 def model_steps(report):
-    return [s for s in report["steps"] if not s["automatic"]]
+    return [s for s in report["steps"] if s.get("origin", {}).get("by") not in ("search", "open")]
 
 
 def med(xs):

@@ -673,15 +673,17 @@ fn ask_runs_the_agent_and_keeps_a_trace() {
     assert_eq!(steps.len(), 3, "{run}");
     // The first step is Burrow's search of the workspace with the task (issue 22); the
     // model's steps follow.
-    assert_eq!(steps[0]["automatic"], true, "{run}");
+    assert_eq!(steps[0]["origin"]["by"], "search", "{run}");
     assert_eq!(
         steps[0]["action"]["args"]["query"],
         "When is the release planned?"
     );
     // Then Burrow opens the best match (here the README the search found); the model's
     // steps follow.
-    let model_steps: Vec<&serde_json::Value> =
-        steps.iter().filter(|s| s["automatic"] != true).collect();
+    let model_steps: Vec<&serde_json::Value> = steps
+        .iter()
+        .filter(|s| !["search", "open"].contains(&s["origin"]["by"].as_str().unwrap_or("")))
+        .collect();
     assert_eq!(steps[1]["action"]["tool"], "read_file", "{run}");
     for s in &model_steps {
         // Under the grammar every step is read: no parse error, no cut-off step.
