@@ -136,7 +136,7 @@ impl Agent<'_> {
             .into_iter()
             .take(if checks { self.check_matches } else { 1 })
             .find(|c| !opened.iter().any(|o| same_item(o, c)))?;
-        let action = open_call(item)?;
+        let action = open_call(item);
         state.active.contains(&action.tool).then_some(action)
     }
 
@@ -322,16 +322,16 @@ const LINES_BEFORE: usize = 5;
 const LINES: usize = 40;
 
 /// The call that opens `item` with the tool made for its kind.
-fn open_call(item: &Locator) -> Option<Action> {
+fn open_call(item: &Locator) -> Action {
     let window = LineWindow {
         before: LINES_BEFORE,
         lines: Some(LINES),
     };
     let (tool, args) = item.open_call(window);
-    Some(Action {
+    Action {
         tool: tool.to_string(),
         args,
-    })
+    }
 }
 
 /// The search a task starts with: its words, and the kinds of item it asks for when it names
@@ -357,7 +357,7 @@ mod tests {
     #[test]
     fn the_best_match_is_opened_with_the_tool_made_for_it() {
         let call = |item: Locator| {
-            let a = open_call(&item).unwrap();
+            let a = open_call(&item);
             (a.tool, Value::Object(a.args))
         };
         assert_eq!(
