@@ -385,21 +385,51 @@ impl App {
         q: &Question,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<Scored, AppError> {
-        let protocol = config.protocol.as_str().to_string();
-        let agent = self.agent(model, config)?;
-        let started = Instant::now();
-        let outcome = agent.run(&q.question, &CancelToken::new(), on_event);
-        let wall_s = started.elapsed().as_secs_f64();
-        let files_ending = |end: &str| self.workspace.files_ending(end).unwrap_or(usize::MAX);
+        let run = self.eval_run(model, config, &q.question, on_event)?;
+        let files_ending = |end: &str| self.files_ending(end);
         Ok(score_in(
             q,
-            &model.descriptor().name,
-            &protocol,
-            &outcome,
-            wall_s,
+            &run.model,
+            &run.protocol,
+            &run.outcome,
+            run.wall_s,
             &files_ending,
         ))
     }
+
+    /// Runs the agent on `text` with `config`, timed, for an evaluation to score.
+    pub(crate) fn eval_run(
+        &self,
+        model: &dyn LanguageModel,
+        config: AgentConfig,
+        text: &str,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<EvalRun, AppError> {
+        let protocol = config.protocol.as_str().to_string();
+        let agent = self.agent(model, config)?;
+        let started = Instant::now();
+        let outcome = agent.run(text, &CancelToken::new(), on_event);
+        Ok(EvalRun {
+            model: model.descriptor().name,
+            protocol,
+            outcome,
+            wall_s: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// How many of the workspace's files a path's end names (as many as there may be, where
+    /// the index cannot say).
+    pub(crate) fn files_ending(&self, end: &str) -> usize {
+        self.workspace.files_ending(end).unwrap_or(usize::MAX)
+    }
+}
+
+/// One run of the agent for an evaluation: who ran it, how it ended, how long it took.
+pub(crate) struct EvalRun {
+    pub model: String,
+    pub protocol: String,
+    pub outcome: RunOutcome,
+    pub wall_s: f64,
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! part and does not list candidates in place of an answer.
 
 use std::path::Path;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +11,7 @@ use super::{App, AppError};
 use crate::agent::meta::is_meta;
 use crate::agent::record::{RunStatus, StepRecord};
 use crate::agent::{AgentConfig, AgentEvent, RunOutcome};
-use crate::llm::engine::{CancelToken, LanguageModel};
+use crate::llm::engine::LanguageModel;
 use crate::tools::locator::mentions;
 
 /// What a part of an answer is.
@@ -401,18 +400,13 @@ impl App {
         t: &Task,
         on_event: &mut dyn FnMut(AgentEvent),
     ) -> Result<ScoredTask, AppError> {
-        let protocol = config.protocol.as_str().to_string();
-        let agent = self.agent(model, config)?;
-        let started = Instant::now();
-        let outcome = agent.run(&t.task, &CancelToken::new(), on_event);
-        let wall_s = started.elapsed().as_secs_f64();
-        let files_ending = |end: &str| self.workspace.files_ending(end).unwrap_or(usize::MAX);
-        let name = model.descriptor().name;
+        let run = self.eval_run(model, config, &t.task, on_event)?;
+        let files_ending = |end: &str| self.files_ending(end);
         Ok(score_task(
             t,
-            (&name, &protocol),
-            &outcome,
-            wall_s,
+            (&run.model, &run.protocol),
+            &run.outcome,
+            run.wall_s,
             &files_ending,
         ))
     }
