@@ -516,9 +516,10 @@ fn workspace_commands_search_and_tools() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    // The 13 workspace tools and `calculate`.
-    assert_eq!(names.len(), 14, "{names:?}");
+    // The 14 workspace tools and `calculate`.
+    assert_eq!(names.len(), 15, "{names:?}");
     assert!(names.contains(&"who_changed") && names.contains(&"calculate"));
+    assert!(names.contains(&"find_symbol"));
 
     let bad = burrow(home.path(), &["workspace", "add", "/no/such/dir"]);
     assert!(!bad.status.success());

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::format::{date, limit, parse_date, run_search, run_search_kept};
+use super::format::{date, limit, run_search, run_search_kept};
 use crate::tools::{Locator, Opens, OpensItems, Tool, ToolError, ToolOutput};
-use crate::workspace::{Kind, SearchQuery, Workspace};
+use crate::workspace::{day_start, Kind, SearchQuery, Workspace};
 
 /// A commit's diff shown at most.
 const DIFF_MAX_BYTES: usize = 6_000;
 
-/// Find commits: by words in their messages and changed paths, or the latest ones, optionally
-/// by author or touching a path.
+/// Find commits: by words in their messages and changed paths, or the latest ones, counted,
+/// optionally by author, path, and dates or tags.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct SearchCommitsInput {
     /// A few words to look for in commit messages and changed paths (omit to list the latest
@@ -31,10 +31,10 @@ pub struct SearchCommitsInput {
     /// Only commits touching this file or folder.
     #[serde(default)]
     pub path: Option<String>,
-    /// Only commits from this date on, like 2024-01-31.
+    /// From this date on, like 2024-01-31, or after this tag.
     #[serde(default)]
     pub since: Option<String>,
-    /// Only commits before this date.
+    /// Before this date, or up to this tag.
     #[serde(default)]
     pub until: Option<String>,
     /// How many (default 10, at most 50).
@@ -49,8 +49,8 @@ impl Tool for SearchCommits {
     type Input = SearchCommitsInput;
 
     fn run(&self, i: SearchCommitsInput) -> Result<ToolOutput, ToolError> {
-        let since = parse_date("since", &i.since)?;
-        let until = parse_date("until", &i.until)?;
+        let since = date_or_tag(&self.0, i.repo.as_deref(), "since", &i.since)?;
+        let until = date_or_tag(&self.0, i.repo.as_deref(), "until", &i.until)?;
         // A path asked for beside words keeps to the commits that touched it: it was dropped,
         // and commits that never touched it came back as if they had.
         let path = i
@@ -85,7 +85,7 @@ impl Tool for SearchCommits {
                 &format!(", touching {path}"),
             );
         }
-        let commits = self.0.commits(
+        let (total, commits) = self.0.commits_counted(
             i.repo.as_deref(),
             i.author.as_deref(),
             i.path.as_deref(),
@@ -93,27 +93,93 @@ impl Tool for SearchCommits {
             until,
             limit(i.limit, 10),
         )?;
+        let blank = |v: &Option<String>| {
+            v.as_deref()
+                .filter(|s| !s.trim().is_empty())
+                .map(str::to_string)
+        };
         let what = format!(
-            "commits{}{}",
-            i.author.map(|a| format!(" by {a}")).unwrap_or_default(),
-            i.path.map(|p| format!(" touching {p}")).unwrap_or_default()
+            "commit{}{}{}{}{}",
+            if total == 1 { "" } else { "s" },
+            blank(&i.author)
+                .map(|a| format!(" by {a}"))
+                .unwrap_or_default(),
+            blank(&i.path)
+                .map(|p| format!(" touching {p}"))
+                .unwrap_or_default(),
+            blank(&i.since)
+                .map(|d| format!(" after {d}"))
+                .unwrap_or_default(),
+            blank(&i.until)
+                .map(|d| format!(" up to {d}"))
+                .unwrap_or_default(),
         );
-        if commits.is_empty() {
-            return Ok(ToolOutput::new(format!("No {what}."), &commits));
-        }
-        let mut out = format!("Latest {what}:\n");
-        for c in &commits {
-            let _ = writeln!(
-                out,
+        // The count and the latest commit in the first line, which small models copy into
+        // their answer: "how many" and "the last change, and who made it" are both read off
+        // it. Then the others.
+        let line = |c: &crate::workspace::queries::CommitSummary| {
+            format!(
                 "{} {} {} — {}",
                 &c.hash[..10.min(c.hash.len())],
                 date(Some(c.time)),
                 c.author,
                 c.summary
+            )
+        };
+        let Some((latest, older)) = commits.split_first() else {
+            return Ok(ToolOutput::new(format!("No {what}."), &commits));
+        };
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{total} {what}; the latest is {} by {}, on {}: {}",
+            &latest.hash[..10.min(latest.hash.len())],
+            latest.author,
+            date(Some(latest.time)),
+            latest.summary
+        );
+        // A blank line ends the head: the lines an answer draws on first.
+        if !older.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nBefore it{}:",
+                if commits.len() < total {
+                    format!(" (the next {} of {})", older.len(), total - 1)
+                } else {
+                    String::new()
+                }
             );
+            for c in older {
+                let _ = writeln!(out, "{}", line(c));
+            }
         }
         let items = commits.iter().map(|c| Locator::commit(&c.repo, &c.hash));
         Ok(ToolOutput::new(out, &commits).with_items(items))
+    }
+}
+
+/// The release series `show_commit` names at most (the first release of each that has it).
+const MAX_RELEASES_LISTED: usize = 8;
+
+/// A `since` or `until` given as a date, or as a release tag: after the tag's commit for
+/// `since`, up to it and with it for `until`, so the two name what a release range holds.
+fn date_or_tag(
+    ws: &Workspace,
+    repo: Option<&str>,
+    field: &str,
+    s: &Option<String>,
+) -> Result<Option<i64>, ToolError> {
+    let Some(v) = s.as_deref().filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    if let Some(t) = day_start(v) {
+        return Ok(Some(t));
+    }
+    match ws.tag_time(repo, v)? {
+        Some(t) => Ok(Some(t + 1)),
+        None => Err(ToolError::InvalidArguments(format!(
+            "{field} {v:?} is neither a date like 2024-05-31 nor a tag of the repository"
+        ))),
     }
 }
 
@@ -146,13 +212,33 @@ impl Tool for ShowCommit {
             .show_commit(i.repo.as_deref(), &i.hash, DIFF_MAX_BYTES)?;
         let s = &c.summary;
         let mut out = format!(
-            "commit {}\nAuthor: {} <{}>\nDate: {}\n\n{}\n\nFiles:\n",
+            "commit {}\nAuthor: {} <{}>\nDate: {}\n",
             s.hash,
             s.author,
             s.email,
             date(Some(s.time)),
-            c.message.trim()
         );
+        // With the head, which is what an opening shows: the question it answers ("which
+        // release first had it") is asked of the commit, not of its diff.
+        let releases = self.0.releases_containing(Some(&s.repo), &s.hash)?;
+        if !releases.is_empty() {
+            let first: Vec<String> = releases
+                .iter()
+                .take(MAX_RELEASES_LISTED)
+                .map(|r| format!("{} ({})", r.tag, date(Some(r.time))))
+                .collect();
+            let _ = writeln!(
+                out,
+                "First released in: {}{}",
+                first.join(", "),
+                if releases.len() > MAX_RELEASES_LISTED {
+                    ", …"
+                } else {
+                    ""
+                }
+            );
+        }
+        let _ = write!(out, "\n{}\n\nFiles:\n", c.message.trim());
         // A commit that vendors thousands of files listed every one (through `burrow mcp`,
         // whole, hundreds of kilobytes).
         for f in c.files.iter().take(MAX_FILES_LISTED) {

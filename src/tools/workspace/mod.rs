@@ -2,7 +2,8 @@
 //! requests. Each returns compact text for a small model's context and the same result as data.
 //! An empty result says what was searched: that is information for the model, not an error.
 //!
-//! The tools by family: `search` for searching everything and code; `files` for repositories,
+//! The tools by family: `search` for searching everything and code; `symbols` for where a name
+//! is defined and used; `files` for repositories,
 //! folders and files; `history` for commits and the people who made them; `issues` for issues and
 //! pull requests. `format` holds what they share: dates, limits, clipping and search results as
 //! the model reads them.
@@ -12,6 +13,7 @@ mod format;
 mod history;
 mod issues;
 mod search;
+mod symbols;
 
 use std::sync::Arc;
 
@@ -31,6 +33,7 @@ pub use issues::{
     SearchPullRequests, SearchPullRequestsInput,
 };
 pub use search::{CodeSearchMode, Search, SearchCode, SearchCodeInput, SearchInput};
+pub use symbols::{FindSymbol, FindSymbolInput};
 
 /// Every workspace tool, over `ws`.
 pub fn workspace_tools(ws: Arc<Workspace>) -> Result<ToolRegistry, RegistryError> {
@@ -38,6 +41,7 @@ pub fn workspace_tools(ws: Arc<Workspace>) -> Result<ToolRegistry, RegistryError
     r.register(ListRepositories(ws.clone()))?;
     r.register(Search(ws.clone()))?;
     r.register(SearchCode(ws.clone()))?;
+    r.register(FindSymbol(ws.clone()))?;
     r.register(ReadFile(ws.clone()))?;
     r.register(ListDirectory(ws.clone()))?;
     r.register(SearchCommits(ws.clone()))?;

@@ -399,4 +399,11 @@ pub(super) const MIGRATIONS: &[&str] = &[
         WHERE new.role <> 3;
     END;
     "#,
+    // 14: who merged a pull request and why an issue was closed, for the filters and counts
+    // the agent's tools offer ("merged by", "closed as not planned"). Items imported before
+    // have neither until they are imported again.
+    r#"
+    ALTER TABLE issues ADD COLUMN merged_by TEXT;
+    ALTER TABLE issues ADD COLUMN state_reason TEXT;
+    "#,
 ];

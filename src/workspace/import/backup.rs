@@ -42,6 +42,9 @@ pub(super) fn backup_record(
         if item.merged_at.is_none() {
             item.merged_at = time_field(merged, "created_at");
         }
+        if item.merged_by.is_none() {
+            item.merged_by = login(merged.get("actor"));
+        }
     }
     // The record is the item's whole timeline, and a pull request's whole review comments.
     if o.get("events").is_some_and(Value::is_array) {

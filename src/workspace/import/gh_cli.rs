@@ -54,6 +54,8 @@ pub(super) fn gh_cli_item(path: &Path, o: &Obj, sink: &mut Sink<'_>) -> Result<(
                 .map(str::to_string),
         ),
         closed_by: None,
+        merged_by: merged_at.and(login(o.get("mergedBy"))),
+        state_reason: str_field(o, "stateReason").map(|s| s.to_lowercase()),
         whole: Vec::new(),
     })?;
     let nested = |key: &str| {

@@ -53,6 +53,10 @@ pub struct Item {
     /// The commit whose push closed the issue (its timeline's last "closed" event), when one
     /// did: a pull request's merge commit says which pull request fixed it.
     pub closed_by: Option<String>,
+    /// Who merged a pull request (a login).
+    pub merged_by: Option<String>,
+    /// Why an issue was closed, as the forge says it: completed, not_planned, duplicate.
+    pub state_reason: Option<String>,
     /// The kinds of comment this record lists in full (a backup record: the item with its
     /// whole timeline), so that those it no longer lists were deleted; empty for the records
     /// of a page, which hold some of an item's comments or none.
@@ -72,6 +76,8 @@ impl Item {
             self.closed_at = None;
             self.merged_at = None;
             self.closed_by = None;
+            self.merged_by = None;
+            self.state_reason = None;
         }
         macro_rules! take {
             ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* };
@@ -90,7 +96,9 @@ impl Item {
             head_ref,
             draft,
             merge_commit,
-            closed_by
+            closed_by,
+            merged_by,
+            state_reason
         );
         for k in other.whole {
             if !self.whole.contains(&k) {

@@ -51,6 +51,8 @@ pub(super) fn rest_item(path: &Path, o: &Obj) -> Result<Item, WorkspaceError> {
         // GitHub fills it for open pull requests too (a test merge): only a merge counts.
         merge_commit: merged_at.and(str_field(o, "merge_commit_sha")),
         closed_by: None,
+        merged_by: merged_at.and(login(o.get("merged_by"))),
+        state_reason: str_field(o, "state_reason"),
         whole: Vec::new(),
     })
 }

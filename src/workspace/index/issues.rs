@@ -247,7 +247,8 @@ fn upsert_item(
     let existing: Option<(i64, Item)> = tx
         .query_row(
             "SELECT id, is_pr, title, body, state, author, labels, created_at, updated_at, closed_at,
-                    merged_at, url, base_ref, head_ref, draft, merge_commit, closed_by
+                    merged_at, url, base_ref, head_ref, draft, merge_commit, closed_by,
+                    merged_by, state_reason
              FROM issues WHERE repo_id = ?1 AND number = ?2",
             params![repo_id, new.number],
             |r| {
@@ -272,6 +273,8 @@ fn upsert_item(
                         draft: r.get(14)?,
                         merge_commit: r.get(15)?,
                         closed_by: r.get(16)?,
+                        merged_by: r.get(17)?,
+                        state_reason: r.get(18)?,
                         whole: Vec::new(),
                     },
                 ))
@@ -296,15 +299,17 @@ fn upsert_item(
     query_one(tx,
         "INSERT INTO issues (repo_id, number, is_pr, title, body, state, author, labels, created_at,
                              updated_at, closed_at, merged_at, url, base_ref, head_ref, draft,
-                             merge_commit, closed_by)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+                             merge_commit, closed_by, merged_by, state_reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+                 ?19, ?20)
          ON CONFLICT (repo_id, number) DO UPDATE SET
             is_pr = excluded.is_pr, title = excluded.title, body = excluded.body,
             state = excluded.state, author = excluded.author, labels = excluded.labels,
             created_at = excluded.created_at, updated_at = excluded.updated_at,
             closed_at = excluded.closed_at, merged_at = excluded.merged_at, url = excluded.url,
             base_ref = excluded.base_ref, head_ref = excluded.head_ref, draft = excluded.draft,
-            merge_commit = excluded.merge_commit, closed_by = excluded.closed_by
+            merge_commit = excluded.merge_commit, closed_by = excluded.closed_by,
+            merged_by = excluded.merged_by, state_reason = excluded.state_reason
          RETURNING id",
         params![
             repo_id,
@@ -324,7 +329,9 @@ fn upsert_item(
             item.head_ref,
             item.draft.unwrap_or(false),
             item.merge_commit,
-            item.closed_by
+            item.closed_by,
+            item.merged_by,
+            item.state_reason
         ],
         |r| r.get(0),
     )

@@ -48,24 +48,51 @@ impl Workspace {
         until: Option<i64>,
         limit: usize,
     ) -> Result<Vec<CommitSummary>, WorkspaceError> {
-        let repo = self.resolve_repo(repo)?;
+        Ok(self
+            .commits_counted(repo, author, path, since, until, limit)?
+            .1)
+    }
+
+    /// `commits`, with how many the filters keep in all.
+    pub fn commits_counted(
+        &self,
+        repo: Option<&str>,
+        author: Option<&str>,
+        path: Option<&str>,
+        since: Option<i64>,
+        until: Option<i64>,
+        limit: usize,
+    ) -> Result<(usize, Vec<CommitSummary>), WorkspaceError> {
+        // Among several repositories, the one with a history (issues are imported into others).
+        let repo = self.resolve_repo_holding(
+            repo,
+            "SELECT 1 FROM commits WHERE repo_id = ?1 AND ?2",
+            &true,
+        )?;
         // The root (`.`, or blank) and a blank author filter nothing: they matched no commit.
         let path = path
             .map(safe_relative)
             .transpose()?
             .filter(|p| !p.is_empty());
         let author = author.filter(|a| !a.trim().is_empty());
-        let conn = self.conn();
-        let mut stmt = conn
-            .prepare_cached(
-                "SELECT c.hash, c.author_name, c.author_email, c.time, c.summary FROM commits c
+        const KEPT: &str = "FROM commits c
                  WHERE c.repo_id = ?1
                    AND (?2 IS NULL OR lower(c.author_name) = lower(?2) OR lower(c.author_email) = lower(?2))
                    AND (?3 IS NULL OR EXISTS (SELECT 1 FROM commit_files f WHERE f.commit_id = c.id
                         AND (f.path = ?3 OR substr(f.path, 1, length(?3) + 1) = ?3 || '/')))
-                   AND (?4 IS NULL OR c.time >= ?4) AND (?5 IS NULL OR c.time < ?5)
-                 ORDER BY c.time DESC LIMIT ?6",
-            )
+                   AND (?4 IS NULL OR c.time >= ?4) AND (?5 IS NULL OR c.time < ?5)";
+        let conn = self.conn();
+        let total: i64 = conn
+            .prepare_cached(&format!("SELECT count(*) {KEPT}"))
+            .and_then(|mut st| {
+                st.query_row(params![repo.id, author, path, since, until], |r| r.get(0))
+            })
+            .map_err(db_err("counting commits"))?;
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT c.hash, c.author_name, c.author_email, c.time, c.summary {KEPT}
+                 ORDER BY c.time DESC LIMIT ?6"
+            ))
             .map_err(db_err("listing commits"))?;
         let rows = stmt
             .query_map(
@@ -82,8 +109,10 @@ impl Workspace {
                 },
             )
             .map_err(db_err("listing commits"))?;
-        rows.collect::<Result<_, _>>()
-            .map_err(db_err("listing commits"))
+        let commits = rows
+            .collect::<Result<_, _>>()
+            .map_err(db_err("listing commits"))?;
+        Ok((usize::try_from(total).unwrap_or(0), commits))
     }
 
     /// One commit by hash or unique prefix, with its files and (when the repository is on disk)

@@ -4,12 +4,14 @@
 //!
 //! This module owns which repository a lookup means and the checks every path from the model
 //! passes. The parts each own one kind of lookup: `files` (file slices and directories),
-//! `commits`, `issues` (issues and pull requests with their comments) and `people`.
+//! `commits`, `releases` (the tags holding a commit), `issues` (issues and pull requests with
+//! their comments) and `people`.
 
 mod commits;
 mod files;
 mod issues;
 mod people;
+mod releases;
 
 use std::path::{Component, Path};
 
@@ -18,8 +20,9 @@ use super::{Repo, Workspace, WorkspaceError};
 pub use commits::{CommitDetail, CommitFile, CommitSummary};
 pub use files::{DirEntry, FileSlice};
 pub(crate) use issues::linked;
-pub use issues::{CommentDetail, IssueDetail};
+pub use issues::{CommentDetail, IssueDetail, IssueFilter, IssueList, IssueSummary};
 pub use people::{Changer, Member};
+pub use releases::{series, Release};
 
 /// Checks a path given by the model: relative, no `..`, no root or drive prefix.
 fn safe_relative(path: &str) -> Result<String, WorkspaceError> {
