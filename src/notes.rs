@@ -65,6 +65,11 @@ pub const AFTER_SEARCH: &str =
     "These are the workspace's best matches for the task. If one answers it, \
      answer and cite it; to check one, open it; else search with other words or another kind.";
 
+/// After the model's route to a list, a count, a history or a definition: its next step
+/// answers from it (see `Agent::routed_answer_due`).
+pub const AFTER_ROUTE: &str =
+    "Answer the task from this now: give each part it asks for, and name only the items that answer it.";
+
 /// After a check the model said yes to.
 pub fn answer_citing(cite: &str) -> String {
     format!("Then give the final answer, citing {cite}.")
@@ -98,6 +103,7 @@ pub const GUIDANCE: &[&str] = &[
     "these are the workspace's best matches",
     "the workspace's best matches for the task.",
     "nothing in the plan is left to do",
+    "answer the task from this now",
 ];
 
 #[cfg(test)]
@@ -132,6 +138,7 @@ mod tests {
             NEXT_MATCH.to_string(),
             answer_if_it_answers("o/r#1"),
             PLAN_DONE.to_string(),
+            AFTER_ROUTE.to_string(),
         ] {
             assert!(starts(&note), "{note}");
         }

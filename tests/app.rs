@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use burrow::agent::record::RunStatus;
+use burrow::agent::record::{Origin, RunStatus};
 use burrow::agent::AgentEvent;
 use burrow::app::{App, AppError, AppEvent, ModelStatus, RunTask, Settings};
 use burrow::config::BurrowHome;
@@ -145,9 +145,11 @@ fn bad_sources_fail_with_a_message_and_lose_nothing() {
 fn a_run_streams_its_steps_and_is_kept_in_history() {
     let f = fixture();
     add(&f);
-    // Every tool fits the window's share for tools: no toolbelt. The first step is Burrow's
-    // search of the workspace with the task (issue 22).
+    // Every tool fits the window's share for tools: no toolbelt. The first step is the
+    // model's route, as the settings have it: here the lookup, Burrow's search of the
+    // workspace with the task.
     let model = Arc::new(FakeModel::new([
+        FakeTurn::text(r#"{"tool": "search"}"#),
         tool("calculate", json!({"expression": "6 * 7"})),
         answer("It is 42."),
     ]));
@@ -160,7 +162,7 @@ fn a_run_streams_its_steps_and_is_kept_in_history() {
         })
         .unwrap();
     assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
-    assert_eq!(model.requests().len(), 2);
+    assert_eq!(model.requests().len(), 3);
 
     let agent: Vec<&AgentEvent> = events
         .iter()
@@ -178,7 +180,7 @@ fn a_run_streams_its_steps_and_is_kept_in_history() {
         })
         .collect();
     assert_eq!(finished.len(), 3);
-    assert!(finished[0].by_burrow());
+    assert_eq!(finished[0].origin, Origin::Route);
     assert_eq!(finished[0].action.as_ref().unwrap().tool, "search");
     assert_eq!(finished[1].observation.as_deref(), Some("6 * 7 = 42"));
     assert!(finished[1..].iter().all(|s| s.prompt_tokens > 0));
@@ -250,6 +252,7 @@ fn stopping_a_run_ends_it_cancelled_with_its_steps_kept() {
     let f = fixture();
     add(&f);
     let model = Arc::new(FakeModel::new([
+        FakeTurn::text(r#"{"tool": "search"}"#),
         tool("calculate", json!({"expression": "1 + 1"})),
         answer("2"),
     ]));
@@ -273,7 +276,8 @@ fn stopping_a_run_ends_it_cancelled_with_its_steps_kept() {
         "{second:?}"
     );
     assert_eq!(outcome.status, RunStatus::Cancelled);
-    // Stopped after Burrow's own first step (the search), before the model wrote any.
+    // Stopped after the first step (the model's route to Burrow's search), before the model
+    // wrote a step of the run.
     assert_eq!(outcome.steps.len(), 1);
     assert_eq!(model.remaining_turns(), 2);
     let kept = app.get_run(outcome.run_id.unwrap()).unwrap();

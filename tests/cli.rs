@@ -650,6 +650,9 @@ fn ask_runs_the_agent_and_keeps_a_trace() {
             "json-action",
             "--max-steps",
             "3",
+            // The loop as it starts without the model's route: Burrow's search first. Routes
+            // are driven by a scripted model in tests/agent/routes.rs.
+            "--no-route",
             "--trace",
             trace.to_str().unwrap(),
             "--json",

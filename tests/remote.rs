@@ -373,6 +373,10 @@ fn an_agent_run_through_llama_server_answers_as_in_process_and_names_the_server(
             smol.to_str().unwrap(),
             "--max-steps",
             "3",
+            // Burrow's own first steps are the comparison's fixed points; the model's route
+            // would make the second step the model's, sampled with a penalty each backend
+            // counts differently.
+            "--no-route",
             "--json",
             task,
         ],
@@ -386,6 +390,7 @@ fn an_agent_run_through_llama_server_answers_as_in_process_and_names_the_server(
             "--backend-llguidance",
             "--max-steps",
             "3",
+            "--no-route",
             "--json",
             task,
         ],

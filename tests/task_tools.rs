@@ -319,3 +319,20 @@ fn a_name_is_found_where_it_is_defined_and_where_it_is_used() {
     assert!(out.contains("No definition of `no_such_name`"), "{out}");
     assert!(f.tools.call("find_symbol", json!({"name": "a b"})).is_err());
 }
+
+#[test]
+fn the_workspaces_field_values_are_what_it_holds() {
+    let f = fixture();
+    let v = f.ws.field_values().unwrap();
+    assert_eq!(v.labels, ["Bug", "Feature", "Needs rebase"]);
+    assert_eq!(v.openers[0], "carol");
+    assert_eq!(v.mergers, ["ann"]);
+    assert_eq!(v.committers, ["Ann Lee", "Bob Stone"]);
+    assert!(
+        v.paths.contains(&"src/parse.rs".to_string()),
+        "{:?}",
+        v.paths
+    );
+    assert!(v.paths.contains(&"src".to_string()), "{:?}", v.paths);
+    assert_eq!(v.tags, ["1.0.0", "1.1.0", "lib-0.2.0"]);
+}

@@ -290,8 +290,10 @@ fn startup_indexes_the_default_workspace_once_with_progress_over_the_channel() {
 fn a_run_streams_every_step_over_the_channel_and_is_kept_in_history() {
     let f = fixture();
     f.add_project();
-    // Step 0 is Burrow's search with the task (issue 22); the model writes steps 1 and 2.
+    // Step 0 is the model's route, here to Burrow's search with the task; the model writes
+    // steps 1 and 2.
     f.use_fake_model(vec![
+        FakeTurn::text(r#"{"tool": "search"}"#),
         tool("calculate", json!({"expression": "6 * 7"})),
         answer("42"),
     ]);

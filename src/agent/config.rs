@@ -18,6 +18,15 @@ pub struct AgentConfig {
     /// Before the model's first step, search the workspace with the task (the results are
     /// that step's observation), then open the best match (see `agent/first.rs`).
     pub search_first: bool,
+    /// The run starts with the model's choice of its first call (`agent/route.rs`): the
+    /// search above for a lookup, or a list, a count, a file's history or a name's definition
+    /// with filters held to `field_values`. Needs `grammar` and `search_first`. Off in this
+    /// default, the plain loop; the app's settings and the CLI turn it on, where the
+    /// workspace gives its values (`App::agent`).
+    pub route_first: bool,
+    /// The values a route's filters may take (labels, people, paths, tags); empty: the
+    /// filters that would need them are not offered.
+    pub field_values: crate::workspace::queries::FieldValues,
     /// After the first search, how many of its leading matches Burrow opens, one at a time,
     /// asking the model whether each answers the task (yes or no under a grammar); the first
     /// it accepts is the one its answer cites (0: open the best match only, and no check).
@@ -88,6 +97,8 @@ impl Default for AgentConfig {
             min_steps: 0,
             grammar: true,
             search_first: true,
+            route_first: false,
+            field_values: Default::default(),
             check_matches: None,
             few_shot: false,
             persona: super::prompt::DEFAULT_PERSONA.to_string(),

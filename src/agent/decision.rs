@@ -10,7 +10,7 @@ use super::events::{AgentError, AgentEvent};
 use super::hooks::ToolVerdict;
 use super::prompt::Turn;
 use super::protocol::{Action, FinalStatus};
-use super::record::{ActionRecord, RunStatus, StepRecord};
+use super::record::{ActionRecord, Origin, RunStatus, StepRecord};
 use super::run::{Agent, Next};
 use super::state::{plan_text, RunState};
 use crate::notes::{self, GUIDANCE};
@@ -189,8 +189,14 @@ impl Agent<'_> {
             record.observation.as_deref().unwrap_or(""),
             &plan_text(&state.plan),
         )?;
+        // A route was written in its own conversation's format: the run's model reads it as
+        // a step of its protocol.
+        let output = match (&record.origin, action) {
+            (Origin::Route, Some(a)) => self.config.protocol.write_call(&record.thought, a),
+            _ => record.output.clone(),
+        };
         state.turns.push(Turn {
-            output: record.output.clone(),
+            output,
             thought: record.thought.clone(),
             call: action.map(|a| (a.tool.clone(), a.args.clone())),
             observation,

@@ -101,7 +101,7 @@ impl Agent<'_> {
     fn next_to_open_in(&self, state: &RunState, refused: Option<&Locator>) -> Option<Action> {
         let steps = &state.steps;
         let first = steps.first()?;
-        if first.origin != Origin::Search || first.error.is_some() {
+        if !searched(first) {
             return None;
         }
         let taken = steps.len() + usize::from(refused.is_some());
@@ -257,8 +257,7 @@ impl Agent<'_> {
         let [first, .., last] = state.steps.as_slice() else {
             return None;
         };
-        let opened =
-            first.origin == Origin::Search && last.origin == Origin::Open && last.error.is_none();
+        let opened = searched(first) && last.origin == Origin::Open && last.error.is_none();
         if opened {
             last.items.first()
         } else {
@@ -271,6 +270,24 @@ impl Agent<'_> {
         let check = state.steps.last()?.check()?;
         check.answers.then_some(&check.item)
     }
+}
+
+/// Whether a run's first step searched by words, so its leading matches are opened next:
+/// Burrow's search with the task, or a route to a search with words of the model's (a list by
+/// filters alone is read as it is).
+fn searched(first: &StepRecord) -> bool {
+    let words = |a: &crate::agent::record::ActionRecord| {
+        a.args
+            .get("query")
+            .and_then(Value::as_str)
+            .is_some_and(|q| !q.trim().is_empty())
+    };
+    first.error.is_none()
+        && match first.origin {
+            Origin::Search => true,
+            Origin::Route => first.action.as_ref().is_some_and(words),
+            _ => false,
+        }
 }
 
 /// Whether two of a search's results are the same item: a file's chunks are one file.

@@ -1,8 +1,9 @@
 //! The ReAct agent: the loop that reasons and acts over the tools with a local model.
 //!
 //! - `run.rs`: the `Agent` and its loop; `step.rs`: one step, from prompt to what the model
-//!   decided; `first.rs`: the search Burrow makes with the task before the model's first
-//!   step; `decision.rs`: a final answer or a call carried out, and the step recorded;
+//!   decided; `route.rs`: the model's first call, chosen under a grammar of the workspace's
+//!   own values; `first.rs`: the search Burrow makes with the task, and its leading matches
+//!   opened; `decision.rs`: a final answer or a call carried out, and the step recorded;
 //!   `dispatch.rs`: the loop guard, the meta-tools and tool retries; `context.rs`: the prompt's
 //!   messages and the summaries that fold older steps; `state.rs`: what a run carries from step
 //!   to step; `config.rs`, `events.rs`: how a run behaves, what it reports, how it fails.
@@ -19,11 +20,13 @@ mod dispatch;
 pub mod events;
 pub mod first;
 pub mod grammar;
+mod ground;
 pub mod hooks;
 pub mod meta;
 pub mod prompt;
 pub mod protocol;
 pub mod record;
+mod route;
 pub mod run;
 mod state;
 mod step;

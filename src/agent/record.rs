@@ -134,6 +134,10 @@ pub enum Origin {
     Model,
     /// Burrow's search of the workspace with the task, before the model's first step.
     Search,
+    /// The model's choice of the run's first call, made apart from the run under a grammar
+    /// of the workspace's values (`agent/route.rs`): a list, a count, a history, a
+    /// definition, or the search with the task.
+    Route,
     /// Burrow's opening of one of that search's leading matches.
     Open,
     /// The model's yes or no, asked apart from the run, on the match just opened.

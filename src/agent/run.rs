@@ -47,6 +47,8 @@ pub struct Agent<'a> {
 pub(super) enum Phase {
     /// It ends with no answer: cancelled, or at its step limit.
     End(RunStatus),
+    /// The model chooses the run's first call, and it is made.
+    Route,
     /// Burrow searches the workspace with the task.
     Search,
     /// Burrow opens one of the search's leading matches with this call.
@@ -267,6 +269,7 @@ impl<'a> Agent<'a> {
         loop {
             let next = match self.next_phase(&state, cancel) {
                 Phase::End(status) => return self.end(&mut state, status, None, None, on_event),
+                Phase::Route => self.route(&mut state, cancel, on_event),
                 Phase::Search => self.search_first(&mut state, on_event),
                 Phase::Open(action) => self.open_match(&mut state, action, on_event),
                 Phase::Check(item) => self.check(&mut state, item, cancel, on_event),
@@ -286,14 +289,16 @@ impl<'a> Agent<'a> {
 
     /// What the run does next, from its state: the one place that decides it.
     ///
-    /// A run's first step is Burrow's search with the task, where it searches first. Then it
-    /// opens the best match and asks the model whether it answers the task, and the next
+    /// A run's first step is the model's route (see `agent/route.rs`), or Burrow's search with
+    /// the task where routes are off. After a search it opens the best match and asks the model whether it answers the task, and the next
     /// match while it says no (see `agent/first.rs`); then the model takes its own steps.
     pub(super) fn next_phase(&self, state: &RunState, cancel: &CancelToken) -> Phase {
         if cancel.is_cancelled() {
             Phase::End(RunStatus::Cancelled)
         } else if state.steps.len() >= state.max_steps {
             Phase::End(RunStatus::MaxSteps)
+        } else if state.steps.is_empty() && self.routes_first(state) {
+            Phase::Route
         } else if state.steps.is_empty() && self.searches_first(state) {
             Phase::Search
         } else if let Some(open) = self.next_to_open(state) {

@@ -39,7 +39,8 @@ impl Agent<'_> {
         // smolagents asks the model for one when it runs out of steps).
         // After a check the model said yes to, the step is its answer, citing that item.
         let confirmed = Self::confirmed(state).cloned();
-        let last = index + 1 >= state.max_steps || confirmed.is_some();
+        let last =
+            index + 1 >= state.max_steps || confirmed.is_some() || Self::routed_answer_due(state);
         let allow_final = index + 1 >= self.config.min_steps || last;
         // After Burrow's unchecked opening of a match, a thought-first protocol's step starts
         // by deciding on it (see `StepShape::decide`); its final form cites that item.

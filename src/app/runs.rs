@@ -127,6 +127,9 @@ impl App {
         if config.repos.is_empty() {
             config.repos = self.repo_names()?;
         }
+        if config.route_first && config.field_values == Default::default() {
+            config.field_values = self.workspace.field_values()?;
+        }
         Ok(Agent::new(model, &self.tools, config)?
             .with_store(&*self.workspace)
             .with_warm_start(self.home.warm_start_dir())

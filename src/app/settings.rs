@@ -41,6 +41,9 @@ pub struct Settings {
     /// Before the model's first step, search the workspace with the task and open the best
     /// match.
     pub search_first: bool,
+    /// The run starts with the model's choice of its first call, with filters held to what
+    /// the task names (`agent/route.rs`).
+    pub route_first: bool,
     /// Share of the context window past which older steps are summarized.
     pub summarize_at: f64,
     /// Refuse a final answer while the plan has open items.
@@ -167,6 +170,7 @@ impl Default for Settings {
             temperature: agent.sampling.temperature,
             grammar: agent.grammar,
             search_first: agent.search_first,
+            route_first: true,
             summarize_at: agent.summarize_at,
             require_plan_done: agent.require_plan_done,
             persona: String::new(),
@@ -329,6 +333,7 @@ impl Settings {
             max_steps: self.max_steps,
             grammar: self.grammar,
             search_first: self.search_first,
+            route_first: self.route_first,
             summarize_at: self.summarize_at,
             require_plan_done: self.require_plan_done,
             task_context,
@@ -515,6 +520,7 @@ mod tests {
             temperature: 0.4,
             grammar: false,
             search_first: false,
+            route_first: false,
             summarize_at: 0.5,
             require_plan_done: false,
             persona: "  A careful reviewer.  ".into(),
@@ -528,7 +534,7 @@ mod tests {
         assert_eq!(c.protocol, Protocol::ToolCalls);
         assert_eq!(c.max_steps, 7);
         assert_eq!(c.sampling.temperature, 0.4);
-        assert!(!c.grammar && !c.require_plan_done);
+        assert!(!c.grammar && !c.require_plan_done && !c.route_first);
         assert_eq!(c.summarize_at, 0.5);
         assert_eq!(c.persona, "A careful reviewer.");
         assert_eq!(c.task_context, "ctx");

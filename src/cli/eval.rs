@@ -48,6 +48,11 @@ pub struct EvalArgs {
     /// match.
     #[arg(long)]
     pub no_search_first: bool,
+    /// Leave out the model's choice of the first call (a list, a count, a history or a
+    /// definition, with filters held to the workspace's values): every run starts with the
+    /// search.
+    #[arg(long)]
+    pub no_route: bool,
     /// How many of the first search's leading matches Burrow opens one by one, asking the
     /// model whether each answers the task (0: open the best match only, with no check;
     /// default: what the model's catalogue entry says, else 3).
@@ -264,6 +269,7 @@ fn each_model_and_protocol(
                 protocol: p,
                 max_steps: args.max_steps,
                 search_first: !args.no_search_first,
+                route_first: !args.no_route,
                 check_matches: args.check_matches,
                 few_shot: args.few_shot,
                 task_context: app.task_context()?,

@@ -19,6 +19,8 @@ export interface StepView {
   unseen: string[];
   /// Burrow's own step (the search with the task), not the model's.
   automatic: boolean;
+  /// The model's choice of the run's first call, made apart from the run's steps.
+  routed: boolean;
   /// The model's yes or no to an item Burrow opened: does it answer the task?
   check: { item: ItemRef; answers: boolean } | null;
   finalAnswer: string | null;
@@ -56,6 +58,7 @@ export function emptyStep(index: number): StepView {
     citations: [],
     unseen: [],
     automatic: false,
+    routed: false,
     check: null,
     finalAnswer: null,
     record: null,
@@ -112,6 +115,7 @@ export function stepFromRecord(r: StepRecord): StepView {
     citations: r.citations ?? [],
     unseen: r.unseen ?? [],
     automatic: r.origin?.by === "search" || r.origin?.by === "open",
+    routed: r.origin?.by === "route",
     check: r.origin?.by === "check" ? { item: r.origin.item, answers: r.origin.answers } : null,
     finalAnswer: r.final_answer,
     record: r,

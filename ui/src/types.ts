@@ -46,10 +46,12 @@ export interface StepRecord {
   unseen?: string[];
   /// Who took the step: the model, or Burrow itself (its search with the task, then the
   /// opening of a leading match), or a check, where the model said whether the item Burrow
-  /// just opened answers the task. The core reads older records into this form.
+  /// just opened answers the task, or a route, the model's choice of the run's first call
+  /// with filters held to what the task names. The core reads older records into this form.
   origin?:
     | { by: "model" }
     | { by: "search" }
+    | { by: "route" }
     | { by: "open" }
     | { by: "check"; item: ItemRef; answers: boolean };
   error: string | null;
@@ -292,6 +294,7 @@ export interface Settings {
   temperature: number;
   grammar: boolean;
   search_first: boolean;
+  route_first: boolean;
   summarize_at: number;
   require_plan_done: boolean;
   persona: string;

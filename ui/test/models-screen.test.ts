@@ -209,7 +209,7 @@ describe("embedding models", () => {
   // marked, and Use for search makes it the model search by meaning uses.
   it("are marked, and offer Use for search instead of Load", async () => {
     const settings: Settings = {
-      protocol: "json-typed", max_steps: 12, temperature: 0, grammar: true, search_first: true, summarize_at: 0.7,
+      protocol: "json-typed", max_steps: 12, temperature: 0, grammar: true, search_first: true, route_first: true, summarize_at: 0.7,
       require_plan_done: false, persona: "", embedding_model: "", models: {}, mcp_servers: [],
       embedding_prompts: { model: "", query: "q: ", document: "" }, serve: { enabled: false, port: 8089, api_key_env: "" },
     };

@@ -4,7 +4,7 @@ import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Settings } from "../src/types";
 
 const base: Settings = {
-  protocol: "json-typed", max_steps: 12, temperature: 0, grammar: true, search_first: true, summarize_at: 0.7,
+  protocol: "json-typed", max_steps: 12, temperature: 0, grammar: true, search_first: true, route_first: true, summarize_at: 0.7,
   require_plan_done: false, persona: "", embedding_model: "", embedding_prompts: null, models: {}, mcp_servers: [],
   serve: { enabled: false, port: 8089, api_key_env: "" },
 };

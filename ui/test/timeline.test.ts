@@ -123,6 +123,24 @@ describe("Timeline", () => {
     expect(t.root.querySelector('[data-step="1"] .unseen')?.textContent).toContain("#5131");
   });
 
+  it("marks the model's route as its own first call, not a step by Burrow", () => {
+    const t = new Timeline(() => {});
+    const s = reduceAll(startRun(initialState, "t"), [
+      agent({ type: "step_started", index: 0 }),
+      agent({
+        type: "step_finished",
+        step: record(0, {
+          origin: { by: "route" },
+          action: { tool: "search_issues", args: { label: "Bug" } },
+          observation: "2 issues labelled Bug.",
+        }),
+      }),
+    ]);
+    t.update(s.run);
+    expect(t.root.querySelector('[data-step="0"] .badge.routed')).not.toBeNull();
+    expect(t.root.querySelector('[data-step="0"] .badge.automatic')).toBeNull();
+  });
+
   it("shows the answer with its sources, as links that open them", () => {
     const opened: ItemRef[] = [];
     const t = new Timeline((i) => opened.push(i));

@@ -34,7 +34,7 @@ function runRecord(id: number, status: RunRecord["status"] = "interrupted"): Run
 }
 
 const SETTINGS: Settings = {
-  protocol: "json-typed", max_steps: 20, temperature: 0.2, grammar: true, search_first: true, summarize_at: 0.7,
+  protocol: "json-typed", max_steps: 20, temperature: 0.2, grammar: true, search_first: true, route_first: true, summarize_at: 0.7,
   require_plan_done: false, persona: "", embedding_model: "", embedding_prompts: null, models: {}, mcp_servers: [],
   serve: { enabled: false, port: 8089, api_key_env: "" },
 };

@@ -12,6 +12,7 @@ mod files;
 mod issues;
 mod people;
 mod releases;
+mod values;
 
 use std::path::{Component, Path};
 
@@ -23,6 +24,7 @@ pub(crate) use issues::linked;
 pub use issues::{CommentDetail, IssueDetail, IssueFilter, IssueList, IssueSummary};
 pub use people::{Changer, Member};
 pub use releases::{series, Release};
+pub use values::FieldValues;
 
 /// Checks a path given by the model: relative, no `..`, no root or drive prefix.
 fn safe_relative(path: &str) -> Result<String, WorkspaceError> {

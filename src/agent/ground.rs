@@ -1,0 +1,351 @@
+//! The values a task names as filters: of the workspace's labels, people, paths and tags, those
+//! the task's words ask to filter by ("wallet-labelled", "opened by Sjors", "still open"), and
+//! the years and code names it writes. A route's filters are held to them (`agent/route.rs`),
+//! so a filter is one the task asked for and the workspace holds. Qwen2.5-Coder-0.5B, offered
+//! every label and login, filtered "who approved the fix" by a label and an author the task
+//! never named; offered every label the task's words mention, it answered "which issue
+//! reports the wallet name bug" with the list of issues labelled Wallet.
+
+use std::collections::HashSet;
+
+use crate::workspace::queries::FieldValues;
+
+/// What a task names, of what a filter may take.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Named {
+    pub values: FieldValues,
+    /// Years written in the task (2022), for dates.
+    pub years: Vec<String>,
+    /// Names of code written in the task (`is_readable_stdin`, `OverrideBuilder`).
+    pub symbols: Vec<String>,
+    /// Issue and pull request states the task's words ask for (open, closed, merged,
+    /// not_planned).
+    pub states: Vec<&'static str>,
+}
+
+/// The lowercased words of `text`: runs of letters, digits and `_-./`, the characters of
+/// logins, paths, versions and identifiers, trimmed of the punctuation that ends a sentence.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || "_-./".contains(c)))
+        .map(|w| w.trim_matches(|c: char| ".-/".contains(c)).to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+/// Whether `phrase` is in `text` as whole words.
+fn says(text_words: &[String], phrase: &str) -> bool {
+    let p = words(phrase);
+    !p.is_empty() && text_words.windows(p.len()).any(|w| w == p.as_slice())
+}
+
+/// Words every tracker's tasks use: a label's word among them does not name the label ("gui
+/// issue #1" is not the label "good first issue").
+const TRACKER_WORDS: &[&str] = &[
+    "issue",
+    "issues",
+    "request",
+    "requests",
+    "commit",
+    "commits",
+    "change",
+    "changes",
+    "first",
+    "label",
+    "labels",
+    "question",
+    "questions",
+    "wanted",
+    "release",
+    "merge",
+    "merged",
+];
+
+/// Words that, next to a label's, say it is a label: "labelled Bug", "the Bug label",
+/// "tagged UX", "marked as needing a rebase".
+const LABEL_MARKS: &[&str] = &["label", "labels", "labelled", "labeled", "tagged", "marked"];
+
+/// Words before a person that make them a filter ("opened by", "from"), and after
+/// ("laanwj merged", "Andrew Gallant authored").
+const PERSON_BEFORE: &[&str] = &["by", "from"];
+const PERSON_AFTER: &[&str] = &[
+    "merge", "merged", "open", "opened", "author", "authored", "wrote", "filed", "reported",
+];
+
+/// How far (in words) a mark may stand from what it marks.
+const NEAR: usize = 4;
+
+/// Whether `phrase` is in `text` as whole words with a word of `marks` at most `NEAR` words
+/// before or after it, or joined to it by a hyphen ("wallet-labelled").
+fn says_near(text_words: &[String], phrase: &str, marks: &[&str]) -> bool {
+    let p = words(phrase);
+    if p.is_empty() {
+        return false;
+    }
+    let joined = p.join("-");
+    if text_words.iter().any(|w| {
+        w.strip_prefix(&joined)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|rest| marks.contains(&rest))
+    }) {
+        return true;
+    }
+    (0..text_words.len().saturating_sub(p.len() - 1))
+        .filter(|&i| text_words[i..i + p.len()] == p[..])
+        .any(|i| {
+            let before = &text_words[i.saturating_sub(NEAR)..i];
+            let after = &text_words
+                [(i + p.len()).min(text_words.len())..(i + p.len() + NEAR).min(text_words.len())];
+            before
+                .iter()
+                .chain(after)
+                .any(|w| marks.contains(&w.as_str()))
+        })
+}
+
+/// Whether the task names `label` as one: all of it, or its one long word ("needing a
+/// rebase" names "Needs rebase"), next to a word that marks a label.
+fn names_label(task_words: &[String], label: &str) -> bool {
+    if says_near(task_words, label, LABEL_MARKS) {
+        return true;
+    }
+    words(label)
+        .iter()
+        .filter(|w| w.len() >= 5 && !TRACKER_WORDS.contains(&w.as_str()))
+        .max_by_key(|w| w.len())
+        .is_some_and(|w| says_near(task_words, w, LABEL_MARKS))
+}
+
+/// Whether the task names `person` as a filter: "opened by X", "from X", "X merged".
+fn names_person(task_words: &[String], person: &str) -> bool {
+    let p = words(person);
+    if p.is_empty() {
+        return false;
+    }
+    (0..task_words.len().saturating_sub(p.len() - 1))
+        .filter(|&i| task_words[i..i + p.len()] == p[..])
+        .any(|i| {
+            let before = i.checked_sub(1).map(|b| task_words[b].as_str());
+            let after = task_words.get(i + p.len()).map(String::as_str);
+            before.is_some_and(|w| PERSON_BEFORE.contains(&w))
+                || after.is_some_and(|w| PERSON_AFTER.contains(&w))
+        })
+}
+
+/// The states a task asks to filter by, and the phrases that ask: a state said of the items
+/// the task lists ("open issues", "are still open", "closed as not planned"), not of the one
+/// it looks for ("which merged pull request fixed…").
+const STATES: &[(&str, &[&str])] = &[
+    (
+        "open",
+        &[
+            "still open",
+            "are open",
+            "currently open",
+            "open issues",
+            "open pull requests",
+            "open prs",
+        ],
+    ),
+    (
+        "closed",
+        &[
+            "are closed",
+            "were closed",
+            "closed issues",
+            "closed pull requests",
+            "closed prs",
+        ],
+    ),
+    (
+        "merged",
+        &["were merged", "merged pull requests", "merged prs"],
+    ),
+    ("not_planned", &["not planned", "not_planned"]),
+];
+
+/// What `task` names of `values`.
+pub fn named(values: &FieldValues, task: &str) -> Named {
+    let task_words = words(task);
+    let lower = task.to_lowercase();
+    let people = |list: &[String]| -> Vec<String> {
+        list.iter()
+            .filter(|p| names_person(&task_words, p))
+            .cloned()
+            .collect()
+    };
+    // A commit author's name is written out whole ("Andrew Gallant"), and is rarely anything
+    // but the filter; logins are words of a sentence too.
+    let committers: Vec<String> = values
+        .committers
+        .iter()
+        .filter(|p| words(p).len() >= 2 && says(&task_words, p) || names_person(&task_words, p))
+        .cloned()
+        .collect();
+    // A path the task writes out; of a file and the folders holding it, the file.
+    let mut paths: Vec<String> = values
+        .paths
+        .iter()
+        .filter(|p| p.contains('/') || p.contains('.'))
+        .filter(|p| lower.contains(&p.to_lowercase()))
+        .cloned()
+        .collect();
+    let all = paths.clone();
+    paths.retain(|p| !all.iter().any(|q| q != p && q.contains(p.as_str())));
+    let mut years: Vec<String> = Vec::new();
+    for w in &task_words {
+        let is_year = w.len() == 4
+            && w.chars().all(|c| c.is_ascii_digit())
+            && (w.starts_with("19") || w.starts_with("20"));
+        if is_year && !years.contains(w) {
+            years.push(w.clone());
+        }
+    }
+    let mut states = Vec::new();
+    for (state, phrases) in STATES {
+        if phrases.iter().any(|p| says(&task_words, p)) {
+            states.push(*state);
+        }
+    }
+    Named {
+        values: FieldValues {
+            labels: values
+                .labels
+                .iter()
+                .filter(|l| names_label(&task_words, l))
+                .cloned()
+                .collect(),
+            openers: people(&values.openers),
+            mergers: people(&values.mergers),
+            committers,
+            paths,
+            tags: values
+                .tags
+                .iter()
+                .filter(|t| says(&task_words, t))
+                .cloned()
+                .collect(),
+        },
+        years,
+        symbols: symbols(task),
+        states,
+    }
+}
+
+/// The names of code a task writes: in backticks, or with an underscore, or in CamelCase with
+/// a capital inside.
+fn symbols(task: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    let ticked: Vec<&str> = task.split('`').skip(1).step_by(2).collect();
+    let candidates = ticked.iter().copied().chain(
+        task.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| {
+                w.contains('_')
+                    || w.chars().skip(1).any(char::is_uppercase)
+                        && w.chars().any(char::is_lowercase)
+            }),
+    );
+    for c in candidates {
+        let name = c.trim().trim_end_matches("()");
+        let ok = !name.is_empty()
+            && name.chars().all(|ch| ch.is_alphanumeric() || ch == '_')
+            && !name.starts_with(|ch: char| ch.is_ascii_digit());
+        if ok && seen.insert(name.to_string()) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values() -> FieldValues {
+        FieldValues {
+            labels: vec![
+                "Bug".into(),
+                "Wallet".into(),
+                "Needs rebase".into(),
+                "UI".into(),
+            ],
+            openers: vec!["Sjors".into(), "Bosch-0".into(), "ui".into()],
+            mergers: vec!["laanwj".into()],
+            committers: vec!["Andrew Gallant".into(), "Jan".into()],
+            paths: vec![
+                "crates/core/flags/defs.rs".into(),
+                "crates/core/flags".into(),
+                "crates/core".into(),
+                "crates".into(),
+            ],
+            tags: vec!["14.1.0".into(), "14.1.1".into(), "4.1".into()],
+        }
+    }
+
+    #[test]
+    fn a_task_names_the_labels_people_paths_and_tags_it_filters_by() {
+        let n = named(
+            &values(),
+            "Which wallet-labelled issues opened by Sjors are still open?",
+        );
+        assert_eq!(n.values.labels, ["Wallet"]);
+        assert_eq!(n.values.openers, ["Sjors"]);
+        assert_eq!(n.states, ["open"]);
+        let n = named(
+            &values(),
+            "Which open pull requests are marked as needing a rebase?",
+        );
+        assert_eq!(n.values.labels, ["Needs rebase"]);
+        assert_eq!(n.states, ["open"]);
+        let n = named(
+            &values(),
+            "How many issues opened in 2022 carry the Bug label?",
+        );
+        assert_eq!(n.values.labels, ["Bug"]);
+        assert_eq!(n.years, ["2022"]);
+        let n = named(
+            &values(),
+            "What was the last commit to modify crates/core/flags/defs.rs before the 14.1.0 \
+             release, and who wrote it? Was it Andrew Gallant in 2023?",
+        );
+        assert_eq!(n.values.paths, ["crates/core/flags/defs.rs"]);
+        assert_eq!(n.values.tags, ["14.1.0"]);
+        assert_eq!(n.values.committers, ["Andrew Gallant"]);
+        assert_eq!(n.years, ["2023"]);
+        let n = named(&values(), "Which pull requests did laanwj merge in 2022?");
+        assert_eq!(n.values.mergers, ["laanwj"]);
+    }
+
+    #[test]
+    fn words_that_only_describe_are_not_filters() {
+        let mut v = values();
+        v.labels.push("good first issue".into());
+        v.labels.push("macOS".into());
+        // A label's word in the description, a tracker word, a state of the item looked for,
+        // a person who only asked.
+        for task in [
+            "I created a wallet whose name is an ellipsis. Which issue reports this?",
+            "On macOS, copying an address logs a warning. Which issue reports this?",
+            "Which pull request resolved gui issue #1?",
+            "Which merged pull request makes it quit with an error on stray words?",
+            "Sjors asked for a QR code. Which PR did it, and who approved it?",
+        ] {
+            let n = named(&v, task);
+            assert!(n.values.labels.is_empty(), "{task}: {n:?}");
+            assert!(n.states.is_empty(), "{task}: {n:?}");
+            assert!(n.values.openers.is_empty(), "{task}: {n:?}");
+        }
+    }
+
+    #[test]
+    fn names_of_code_are_those_in_backticks_snake_case_or_camel_case() {
+        let n = named(
+            &values(),
+            "Which file defines `OverrideBuilder`, and where is is_readable_stdin() called? Not GitHub.",
+        );
+        assert_eq!(
+            n.symbols,
+            ["OverrideBuilder", "is_readable_stdin", "GitHub"]
+        );
+    }
+}

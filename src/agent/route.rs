@@ -1,0 +1,519 @@
+//! The model's first step: the call that starts the task, chosen in a conversation of its own
+//! under a grammar whose filter values come from the workspace itself (its labels, the people
+//! who open, merge and commit, its paths and tags), so the model picks them rather than make
+//! them up. A lookup ("which file…", "which issue…") is routed to Burrow's search with the
+//! task, as runs began before; a task that needs a list, a count, a file's history or a name's
+//! definition starts with the tool made for it. Either way the call is a real step of the run,
+//! taken by the model and kept in the trace, and the ReAct loop goes on from it.
+//!
+//! Small models do not plan a chain of free-form calls (Qwen2.5-Coder-0.5B and 1.5B called no
+//! tool in any of 65 runs: issue 56); choosing one of five calls from examples, with every
+//! value held to what exists, is a job they can do.
+
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::decision::CallShape;
+use super::events::{AgentError, AgentEvent};
+use super::first::{first_search, SEARCH};
+use super::ground::{named, Named};
+use super::protocol::Action;
+use super::record::Origin;
+use super::run::{Agent, Next};
+use super::state::RunState;
+use super::step::decoded;
+use crate::llm::engine::{CancelToken, GenerateRequest, Prompt, SamplingParams, StopReason};
+use crate::llm::grammar::Grammar;
+use crate::llm::template::ChatMessage;
+use crate::notes;
+
+/// The route that looks the task up: Burrow's search with the task's own words.
+const LOOKUP: &str = "search";
+
+/// The tools a route may start with, beside the lookup.
+const ROUTED: &[&str] = &[
+    "search_issues",
+    "search_pull_requests",
+    "search_commits",
+    "find_symbol",
+];
+
+/// Tokens a route may take: the longest call of the examples is about 40.
+const ROUTE_TOKENS: usize = 96;
+
+/// Characters of the words a routed search may take.
+const QUERY_CHARS: u64 = 60;
+
+const ROUTE_SYSTEM: &str = "You choose the first call for a task about a code workspace: \
+repositories with their files and commit history, and their issues and pull requests. \
+Reply with one JSON object. \
+\"search\" looks up one item by the task's words: a file, a document, a setting, an issue or \
+pull request described in words, or a commit. \
+\"search_issues\" and \"search_pull_requests\" list and count them by state, label, who opened \
+or merged them, and dates. \
+\"search_commits\" lists and counts commits by author, path and dates or release tags, or finds \
+one by words. \
+\"find_symbol\" finds where a name in the code is defined and which files use it.";
+
+/// Worked routes, one per kind of task: the model copies their shape. Their names and values
+/// are made up and are not the workspace's.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "Which document explains how to configure the cache?",
+        r#"{"tool":"search"}"#,
+    ),
+    (
+        "Which issues labelled Bug has alice reported?",
+        r#"{"tool":"search_issues","args":{"label":"Bug","author":"alice"}}"#,
+    ),
+    (
+        "Which pull requests are still open and labelled Needs review?",
+        r#"{"tool":"search_pull_requests","args":{"state":"open","label":"Needs review"}}"#,
+    ),
+    (
+        "How many pull requests did bob merge in 2021?",
+        r#"{"tool":"search_pull_requests","args":{"merged_by":"bob","year":"2021"}}"#,
+    ),
+    (
+        "How many issues opened in 2020 have the Feature label?",
+        r#"{"tool":"search_issues","args":{"label":"Feature","year":"2020"}}"#,
+    ),
+    (
+        "Which pull request fixed the crash when saving a file, and who approved it?",
+        r#"{"tool":"search"}"#,
+    ),
+    (
+        "dave asked for the export dialog to remember its last folder. Which PR did that, and \
+         who merged it?",
+        r#"{"tool":"search"}"#,
+    ),
+    (
+        "Which merged pull request resolved issue #12 (the broken export button), and who \
+         merged it?",
+        r#"{"tool":"search"}"#,
+    ),
+    (
+        "Which Bug-labelled issues from alice are still open?",
+        r#"{"tool":"search_issues","args":{"state":"open","label":"Bug","author":"alice"}}"#,
+    ),
+    (
+        "How many issues were closed as not planned?",
+        r#"{"tool":"search_issues","args":{"state":"not_planned"}}"#,
+    ),
+    (
+        "What was the last commit to change src/cache.rs before June 2021, and who made it?",
+        r#"{"tool":"search_commits","args":{"path":"src/cache.rs","until":"2021-06-01"}}"#,
+    ),
+    (
+        "How many commits did Carol Diaz author after release 1.2.0, up to 1.3.0?",
+        r#"{"tool":"search_commits","args":{"author":"Carol Diaz","since":"1.2.0","until":"1.3.0"}}"#,
+    ),
+    (
+        "Where is parse_header defined, and which file calls it?",
+        r#"{"tool":"find_symbol","args":{"name":"parse_header"}}"#,
+    ),
+    (
+        "In which release did the --json flag first appear?",
+        r#"{"tool":"search_commits","args":{"query":"json flag"}}"#,
+    ),
+    (
+        "What is the default timeout, and in which file is it set?",
+        r#"{"tool":"search"}"#,
+    ),
+];
+
+impl Agent<'_> {
+    /// Whether the run starts with the model's route: the setting is on, its output can be
+    /// held to the grammar, and the run searches first (the lookup route is that search).
+    pub(super) fn routes_first(&self, state: &RunState) -> bool {
+        self.config.route_first && self.config.grammar && self.searches_first(state)
+    }
+
+    /// The model chooses the run's first call (see the module's comment), and it is made.
+    pub(super) fn route(
+        &self,
+        state: &mut RunState,
+        cancel: &CancelToken,
+        on_event: &mut dyn FnMut(AgentEvent),
+    ) -> Result<Next, AgentError> {
+        let index = state.steps.len();
+        on_event(AgentEvent::StepStarted { index });
+        let mut messages = vec![ChatMessage::system(ROUTE_SYSTEM)];
+        for (task, call) in EXAMPLES {
+            messages.push(ChatMessage::user(format!("Task: {task}")));
+            messages.push(ChatMessage::assistant(*call));
+        }
+        // The instructions and examples are the same for every task: their KV state is kept
+        // between runs and processes, as the run's system prompt is (`Agent::warm_start`),
+        // so a route prefills the task alone.
+        if let Some(dir) = &self.warm_dir {
+            let prefix = Prompt::Chat {
+                messages: messages.clone(),
+                tools: None,
+                untrusted: Vec::new(),
+            };
+            if let Err(e) = self.model.warm_start(prefix, dir) {
+                tracing::warn!("route warm start in {}: {e}", dir.display());
+            }
+        }
+        messages.push(ChatMessage::user(format!("Task: {}", state.task)));
+        // The task is data; only Burrow's own words and examples are not.
+        let task_at = messages.len() - 1;
+        let prompt = Prompt::Chat {
+            messages,
+            tools: None,
+            untrusted: vec![task_at],
+        };
+        let prompt = self.model.prepare(prompt)?.prompt;
+        let routed: Vec<&str> = ROUTED
+            .iter()
+            .copied()
+            .filter(|t| state.active.iter().any(|a| a == t))
+            .collect();
+        let request = GenerateRequest::new(prompt)
+            .sampling(SamplingParams::greedy())
+            .max_tokens(ROUTE_TOKENS)
+            .grammar(Grammar::JsonSchema(route_schema(
+                &routed,
+                &named(&self.config.field_values, &state.task),
+            )));
+        let started = Instant::now();
+        let mut on_token = |t: &str| {
+            on_event(AgentEvent::Token {
+                index,
+                text: t.to_string(),
+            })
+        };
+        let (output, usage, stop) = self.generate(request, cancel, &mut on_token)?;
+        if stop == StopReason::Cancelled || cancel.is_cancelled() {
+            return Ok(Next::cancelled());
+        }
+        let mut record = decoded(index, output, &usage, started);
+        record.origin = Origin::Route;
+        let chosen = read_route(&record.output, &routed).map(|a| by_task_words(a, &state.task));
+        let (action, notes) = match chosen {
+            // A search of one kind by words alone: the task's words, which rank better than
+            // the model's rewrite of them, in the kind the model chose.
+            Some(a) if a.tool == SEARCH => {
+                record.thought = "First I search the workspace for the task.".to_string();
+                (a, vec![notes::AFTER_SEARCH.to_string()])
+            }
+            Some(action) => {
+                record.thought = format!("The task asks for what {} lists.", action.tool);
+                (action, vec![notes::AFTER_ROUTE.to_string()])
+            }
+            // The lookup, and a route that could not be read (a cut-off output): the task's
+            // own words are searched, as a run without routes starts.
+            None => {
+                record.thought = "First I search the workspace for the task.".to_string();
+                let action = Action {
+                    tool: SEARCH.to_string(),
+                    args: first_search(&state.task),
+                };
+                (action, vec![notes::AFTER_SEARCH.to_string()])
+            }
+        };
+        self.call(state, record, notes, action, CallShape::default(), on_event)
+    }
+}
+
+impl Agent<'_> {
+    /// Whether the model's next step is its answer: the run's first step was its route to a
+    /// list, a count, a history or a definition, and the call went through. That call is the
+    /// task's whole plan; a route that failed leaves the loop to go on as usual.
+    pub(super) fn routed_answer_due(state: &RunState) -> bool {
+        match state.steps.as_slice() {
+            [route] => {
+                route.origin == Origin::Route
+                    && route.error.is_none()
+                    && route.action.as_ref().is_some_and(|a| a.tool != SEARCH)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A routed search by words alone, of issues, pull requests or commits, as Burrow's search
+/// with the task in that kind: the model's query is a shorter rewrite of the task, and ranked
+/// worse (on the lookups' dev split, 0.60 of answers right against 0.68 with the task's words).
+/// A route with a filter (a state, a label, a person, a date) is the model's call as written.
+fn by_task_words(a: Action, task: &str) -> Action {
+    let kind = match a.tool.as_str() {
+        "search_issues" => "issue",
+        "search_pull_requests" => "pr",
+        "search_commits" => "commit",
+        _ => return a,
+    };
+    if a.args.keys().any(|k| k != "query") {
+        return a;
+    }
+    let mut args = first_search(task);
+    args.insert("kinds".into(), json!([kind]));
+    Action {
+        tool: SEARCH.to_string(),
+        args,
+    }
+}
+
+/// The call a route's output names, when it is one of `routed` (None: the lookup).
+fn read_route(output: &str, routed: &[&str]) -> Option<Action> {
+    let v: Value = serde_json::from_str(output.trim()).ok()?;
+    let tool = v.get("tool")?.as_str()?;
+    if tool == LOOKUP || !routed.contains(&tool) {
+        return None;
+    }
+    let mut args = v
+        .get("args")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    // A year is the route's shorthand for the dates the tools take: small models wrote the
+    // same day as both ends of "in 2022".
+    if let Some(year) = args.remove("year") {
+        if let Some(y) = year.as_str().and_then(|y| y.parse::<i32>().ok()) {
+            args.entry("since")
+                .or_insert_with(|| json!(format!("{y}-01-01")));
+            args.entry("until")
+                .or_insert_with(|| json!(format!("{}-01-01", y + 1)));
+        }
+    }
+    Some(Action {
+        tool: tool.to_string(),
+        args,
+    })
+}
+
+/// The JSON Schema of a route: the lookup, or one of `routed` with its filters held to what
+/// the task names of the workspace's values (see `agent/ground.rs`); a filter the task names
+/// nothing for is not offered, and `find_symbol` only where it writes a name of code.
+fn route_schema(routed: &[&str], named: &Named) -> Value {
+    let words = json!({"type": "string", "minLength": 1, "maxLength": QUERY_CHARS});
+    let one_of = |list: &[String]| (!list.is_empty()).then(|| json!({"enum": list}));
+    let states = |allowed: &[&str]| {
+        let s: Vec<&str> = named
+            .states
+            .iter()
+            .copied()
+            .filter(|s| allowed.contains(s))
+            .collect();
+        (!s.is_empty()).then(|| json!({"enum": s}))
+    };
+    let year = one_of(&named.years);
+    let date = (!named.years.is_empty()).then(|| {
+        json!({"type": "string", "pattern": format!("^({})-[0-9]{{2}}-[0-9]{{2}}$", named.years.join("|"))})
+    });
+    let date_or_tag = match (&date, one_of(&named.values.tags)) {
+        (Some(d), Some(t)) => Some(json!({"anyOf": [d, t]})),
+        (d, t) => d.clone().or(t),
+    };
+    let v = &named.values;
+    let mut branches = vec![object(
+        vec![("tool", Some(json!({"const": LOOKUP})))],
+        &["tool"],
+    )];
+    for &tool in routed {
+        let args: Vec<(&str, Option<Value>)> = match tool {
+            "search_issues" => vec![
+                ("query", Some(words.clone())),
+                ("state", states(&["open", "closed", "not_planned"])),
+                ("label", one_of(&v.labels)),
+                ("author", one_of(&v.openers)),
+                ("year", year.clone()),
+                ("since", date.clone()),
+                ("until", date.clone()),
+            ],
+            "search_pull_requests" => vec![
+                ("query", Some(words.clone())),
+                ("state", states(&["open", "closed", "merged"])),
+                ("label", one_of(&v.labels)),
+                ("author", one_of(&v.openers)),
+                ("merged_by", one_of(&v.mergers)),
+                ("year", year.clone()),
+                ("since", date.clone()),
+                ("until", date.clone()),
+            ],
+            "search_commits" => vec![
+                ("query", Some(words.clone())),
+                ("author", one_of(&v.committers)),
+                ("path", one_of(&v.paths)),
+                ("year", year.clone()),
+                ("since", date_or_tag.clone()),
+                ("until", date_or_tag.clone()),
+            ],
+            "find_symbol" if !named.symbols.is_empty() => {
+                vec![("name", one_of(&named.symbols))]
+            }
+            _ => continue,
+        };
+        let required: &[&str] = if tool == "find_symbol" {
+            &["name"]
+        } else {
+            &[]
+        };
+        branches.push(object(
+            vec![
+                ("tool", Some(json!({"const": tool}))),
+                ("args", Some(object(args, required))),
+            ],
+            &["tool", "args"],
+        ));
+    }
+    json!({"oneOf": branches})
+}
+
+fn object(properties: Vec<(&str, Option<Value>)>, required: &[&str]) -> Value {
+    let mut props = Map::new();
+    for (k, v) in properties {
+        if let Some(v) = v {
+            props.insert(k.to_string(), v);
+        }
+    }
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::queries::FieldValues;
+
+    fn values() -> FieldValues {
+        FieldValues {
+            labels: vec!["Bug".into(), "Wallet".into()],
+            openers: vec!["alice".into()],
+            mergers: vec!["bob".into()],
+            committers: vec!["Carol Diaz".into()],
+            paths: vec!["src/cache.rs".into(), "src".into()],
+            tags: vec!["1.2.0".into()],
+        }
+    }
+
+    #[test]
+    fn a_route_is_the_lookup_or_a_routed_tool_with_its_arguments() {
+        let routed = ["search_issues", "find_symbol"];
+        assert_eq!(read_route(r#"{"tool":"search"}"#, &routed), None);
+        let a = read_route(
+            r#"{"tool":"search_issues","args":{"label":"Bug","state":"open"}}"#,
+            &routed,
+        )
+        .expect("a routed call");
+        assert_eq!(a.tool, "search_issues");
+        assert_eq!(
+            Value::Object(a.args),
+            json!({"label": "Bug", "state": "open"})
+        );
+        // A year is the whole year's dates.
+        let a = read_route(
+            r#"{"tool":"search_issues","args":{"year":"2022"}}"#,
+            &routed,
+        )
+        .expect("a routed call");
+        assert_eq!(
+            Value::Object(a.args),
+            json!({"since": "2022-01-01", "until": "2023-01-01"})
+        );
+        // A tool the run does not have, or output that is not a route, is the lookup.
+        assert_eq!(
+            read_route(r#"{"tool":"search_commits","args":{}}"#, &routed),
+            None
+        );
+        assert_eq!(read_route(r#"{"tool":"find_sym"#, &routed), None);
+    }
+
+    #[test]
+    fn a_routed_search_by_words_alone_searches_the_tasks_words_in_its_kind() {
+        let task = "Which pull request fixed the crash on close?";
+        let words = read_route(
+            r#"{"tool":"search_pull_requests","args":{"query":"crash close"}}"#,
+            ROUTED,
+        )
+        .expect("a routed call");
+        let a = by_task_words(words, task);
+        assert_eq!(a.tool, SEARCH);
+        assert_eq!(a.args["query"], task);
+        assert_eq!(a.args["kinds"], json!(["pr"]));
+        // With a filter, the call is the model's.
+        let filtered = read_route(
+            r#"{"tool":"search_commits","args":{"query":"hyperlinks","author":"Lucas"}}"#,
+            ROUTED,
+        )
+        .expect("a routed call");
+        let a = by_task_words(filtered, task);
+        assert_eq!(a.tool, "search_commits");
+        assert_eq!(a.args["query"], "hyperlinks");
+    }
+
+    #[test]
+    fn a_routes_filters_are_the_workspaces_values_the_task_names() {
+        let task = "Which open issues labelled Bug did alice open in 2021, and did Carol Diaz \
+                    change src/cache.rs after 1.2.0?";
+        let schema = route_schema(
+            &["search_issues", "search_commits", "find_symbol"],
+            &named(&values(), task),
+        );
+        let branches = schema["oneOf"].as_array().expect("branches");
+        // No name of code in the task: no find_symbol.
+        assert_eq!(branches.len(), 3);
+        let issues = &branches[1]["properties"]["args"]["properties"];
+        assert_eq!(issues["label"], json!({"enum": ["Bug"]}));
+        assert_eq!(issues["author"], json!({"enum": ["alice"]}));
+        assert_eq!(issues["state"], json!({"enum": ["open"]}));
+        assert_eq!(issues["year"], json!({"enum": ["2021"]}));
+        let commits = &branches[2]["properties"]["args"]["properties"];
+        assert_eq!(commits["path"], json!({"enum": ["src/cache.rs"]}));
+        assert_eq!(commits["author"], json!({"enum": ["Carol Diaz"]}));
+        assert_eq!(commits["until"]["anyOf"][1], json!({"enum": ["1.2.0"]}));
+        // What the task does not name is not offered: a search by words alone is.
+        let none = route_schema(&["search_issues"], &named(&values(), "Why does it crash?"));
+        let args = &none["oneOf"][1]["properties"]["args"]["properties"];
+        let offered: Vec<&String> = args.as_object().expect("properties").keys().collect();
+        assert_eq!(offered, ["query"]);
+    }
+
+    /// The examples teach routes the grammar allows: each value they filter by is one their
+    /// own task names.
+    #[test]
+    fn every_example_is_a_route_its_own_task_grounds() {
+        for (task, call) in EXAMPLES {
+            let v: Value = serde_json::from_str(call).expect(task);
+            let tool = v["tool"].as_str().expect(task);
+            assert!(tool == LOOKUP || ROUTED.contains(&tool), "{task}");
+            let Some(args) = v["args"].as_object() else {
+                continue;
+            };
+            let text = |k: &str| args.get(k).and_then(Value::as_str).map(str::to_string);
+            let as_list = |k: &str| text(k).into_iter().collect::<Vec<String>>();
+            let own = FieldValues {
+                labels: as_list("label"),
+                openers: as_list("author"),
+                mergers: as_list("merged_by"),
+                committers: as_list("author"),
+                paths: as_list("path"),
+                tags: [text("since"), text("until")]
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+            };
+            let n = named(&own, task);
+            for (k, value) in args {
+                let value = value.as_str().expect("string arguments");
+                let grounded = match k.as_str() {
+                    "query" => true,
+                    "label" => n.values.labels.contains(&value.to_string()),
+                    "author" => n.values.openers.contains(&value.to_string()),
+                    "merged_by" => n.values.mergers.contains(&value.to_string()),
+                    "path" => n.values.paths.contains(&value.to_string()),
+                    "state" => n.states.contains(&value),
+                    "year" => n.years.contains(&value.to_string()),
+                    "name" => n.symbols.contains(&value.to_string()),
+                    "since" | "until" => {
+                        n.values.tags.contains(&value.to_string())
+                            || n.years.iter().any(|y| value.starts_with(y.as_str()))
+                    }
+                    _ => false,
+                };
+                assert!(grounded, "{task}: {k} {value}");
+            }
+        }
+    }
+}

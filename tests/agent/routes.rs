@@ -1,0 +1,254 @@
+//! The model's first call (its route): chosen apart from the run under a grammar whose filter
+//! values are those the task names and the workspace holds, made as the run's first step, and
+//! followed by the model's answer; a route to the lookup is Burrow's search with the task.
+
+use std::sync::{Arc, Mutex};
+
+use burrow::agent::protocol::Protocol;
+use burrow::agent::record::{Origin, RunStatus};
+use burrow::agent::{Agent, AgentConfig};
+use burrow::llm::fake::{FakeModel, FakeTurn};
+use burrow::llm::grammar::Grammar;
+use burrow::tools::{Locator, Tool, ToolError, ToolOutput, ToolRegistry};
+use burrow::workspace::queries::FieldValues;
+use serde_json::json;
+
+use crate::support::run;
+
+/// Search everything by words.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct SearchInput {
+    /// Words to look for.
+    query: String,
+    /// Only these kinds.
+    #[serde(default)]
+    #[allow(dead_code)]
+    kinds: Option<Vec<String>>,
+    /// How many results.
+    #[serde(default)]
+    #[allow(dead_code)]
+    limit: Option<usize>,
+}
+
+#[derive(Default, Clone)]
+struct Search(Arc<Mutex<Vec<String>>>);
+
+impl Tool for Search {
+    const NAME: &'static str = "search";
+    type Input = SearchInput;
+    fn run(&self, input: SearchInput) -> Result<ToolOutput, ToolError> {
+        self.0.lock().unwrap().push(input.query);
+        Ok(ToolOutput::new(
+            "1. [issue] #918 Wallet crashes on close (repo acme/app)",
+            (),
+        )
+        .with_items([Locator::issue_or_pr("acme/app", 918, false)]))
+    }
+}
+
+/// List issues by their fields.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct IssuesInput {
+    /// Words.
+    #[serde(default)]
+    #[allow(dead_code)]
+    query: Option<String>,
+    /// A label.
+    #[serde(default)]
+    label: Option<String>,
+    /// Who opened it.
+    #[serde(default)]
+    author: Option<String>,
+}
+
+#[derive(Default, Clone)]
+struct SearchIssues(Arc<Mutex<Vec<serde_json::Value>>>);
+
+impl Tool for SearchIssues {
+    const NAME: &'static str = "search_issues";
+    type Input = IssuesInput;
+    fn run(&self, input: IssuesInput) -> Result<ToolOutput, ToolError> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(json!({"label": input.label, "author": input.author}));
+        Ok(ToolOutput::new(
+            "2 issues labelled Wallet, opened by sjors.\nacme/app#7 [open] A\nacme/app#9 [open] B",
+            (),
+        )
+        .with_items([
+            Locator::issue_or_pr("acme/app", 7, false),
+            Locator::issue_or_pr("acme/app", 9, false),
+        ]))
+    }
+}
+
+/// Read an issue.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct GetIssueInput {
+    /// The issue number.
+    number: i64,
+}
+
+#[derive(Default, Clone)]
+struct GetIssue(Arc<Mutex<Vec<i64>>>);
+
+impl Tool for GetIssue {
+    const NAME: &'static str = "get_issue";
+    type Input = GetIssueInput;
+    const OPENS: Option<burrow::tools::Opens> = Some(burrow::tools::Opens {
+        argument: "number",
+        items: burrow::tools::OpensItems::Issues,
+    });
+    fn run(&self, input: GetIssueInput) -> Result<ToolOutput, ToolError> {
+        self.0.lock().unwrap().push(input.number);
+        Ok(ToolOutput::new("Issue #918: Wallet crashes on close", ())
+            .opening(Locator::issue_or_pr("acme/app", 918, false)))
+    }
+}
+
+fn values() -> FieldValues {
+    FieldValues {
+        labels: vec!["Bug".into(), "Wallet".into()],
+        openers: vec!["sjors".into(), "alice".into()],
+        ..Default::default()
+    }
+}
+
+fn agent_over<'a>(model: &'a FakeModel, tools: &'a ToolRegistry) -> Agent<'a> {
+    Agent::new(
+        model,
+        tools,
+        AgentConfig {
+            protocol: Protocol::JsonTyped,
+            max_steps: 6,
+            route_first: true,
+            field_values: values(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_routed_list_is_the_models_first_step_and_its_next_step_answers_from_it() {
+    let search = Search::default();
+    let issues = SearchIssues::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(search.clone()).unwrap();
+    tools.register(issues.clone()).unwrap();
+    let model = FakeModel::new([
+        FakeTurn::text(r#"{"tool":"search_issues","args":{"label":"Wallet","author":"sjors"}}"#),
+        FakeTurn::text(&Protocol::JsonTyped.write_final(
+            "Two.",
+            &["acme/app#7", "acme/app#9"],
+            "acme/app#7 and acme/app#9.",
+        )),
+    ]);
+    let agent = agent_over(&model, &tools);
+    let (outcome, _) = run(&agent, "Which wallet-labelled issues did sjors open?");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let route = &outcome.steps[0];
+    assert_eq!(route.origin, Origin::Route);
+    assert!(!route.by_burrow());
+    assert_eq!(
+        route.action.as_ref().unwrap().args,
+        *json!({"label": "Wallet", "author": "sjors"})
+            .as_object()
+            .unwrap()
+    );
+    assert_eq!(
+        issues.0.lock().unwrap().as_slice(),
+        [json!({"label": "Wallet", "author": "sjors"})]
+    );
+    assert!(
+        search.0.lock().unwrap().is_empty(),
+        "no search after a list"
+    );
+    // The route's conversation is its own: the task as data, a grammar of the named values.
+    let requests = model.requests();
+    assert!(requests[0]
+        .untrusted
+        .iter()
+        .any(|u| u.contains("Which wallet-labelled issues")));
+    let g =
+        Grammar::JsonSchema(serde_json::from_str(requests[0].grammar.as_deref().unwrap()).unwrap());
+    let route = |args: &str| format!(r#"{{"tool": "search_issues", "args": {args}}}"#);
+    assert!(g
+        .accepts(&route(r#"{"label": "Wallet", "author": "sjors"}"#))
+        .unwrap());
+    // A label or a person the task does not name cannot be chosen.
+    assert!(!g.accepts(&route(r#"{"label": "Bug"}"#)).unwrap());
+    assert!(!g.accepts(&route(r#"{"author": "alice"}"#)).unwrap());
+    assert!(g.accepts(r#"{"tool": "search"}"#).unwrap());
+    // The next step can only answer, and reads the list as the run's own step.
+    let answer_grammar = requests[1].grammar.as_deref().unwrap();
+    assert!(
+        !answer_grammar.contains("search_issues"),
+        "{answer_grammar}"
+    );
+    assert!(requests[1].prompt.contains("acme/app#7 [open] A"));
+    assert!(
+        requests[1]
+            .prompt
+            .contains(r#""tool_name": "search_issues""#),
+        "{}",
+        requests[1].prompt
+    );
+    assert_eq!(outcome.steps.len(), 2);
+    assert_eq!(outcome.steps[1].citations.len(), 2);
+}
+
+#[test]
+fn a_route_to_the_lookup_is_burrows_search_with_the_task() {
+    let search = Search::default();
+    let issues = SearchIssues::default();
+    let opened = GetIssue::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(search.clone()).unwrap();
+    tools.register(issues.clone()).unwrap();
+    tools.register(opened.clone()).unwrap();
+    let model = FakeModel::new([
+        FakeTurn::text(r#"{"tool":"search"}"#),
+        FakeTurn::text("yes"),
+        FakeTurn::text(&Protocol::JsonTyped.write_final("It.", &["acme/app#918"], "acme/app#918.")),
+    ]);
+    let agent = agent_over(&model, &tools);
+    let task = "Which issue reports the wallet crash?";
+    let (outcome, _) = run(&agent, task);
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    assert_eq!(outcome.steps[0].origin, Origin::Route);
+    let action = outcome.steps[0].action.as_ref().unwrap();
+    assert_eq!(action.tool, "search");
+    assert_eq!(action.args["query"], task);
+    assert_eq!(search.0.lock().unwrap().as_slice(), [task]);
+    // Its best match is opened next, as after Burrow's own search, and checked.
+    assert_eq!(outcome.steps[1].origin, Origin::Open);
+    assert_eq!(opened.0.lock().unwrap().as_slice(), [918]);
+    assert!(outcome.steps[2].check().is_some_and(|c| c.answers));
+    assert!(issues.0.lock().unwrap().is_empty());
+}
+
+#[test]
+fn without_routes_the_run_starts_with_burrows_search() {
+    let search = Search::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(search.clone()).unwrap();
+    let model = FakeModel::new([FakeTurn::text(&Protocol::JsonTyped.write_final(
+        "It.",
+        &["acme/app#918"],
+        "acme/app#918.",
+    ))]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            route_first: false,
+            field_values: values(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    assert_eq!(outcome.steps[0].origin, Origin::Search);
+}
