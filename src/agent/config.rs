@@ -35,6 +35,12 @@ pub struct AgentConfig {
     /// some wrong first matches and no right one, while the 0.5B model rejects most of both
     /// (issue 22), so its entry turns checks off.
     pub check_matches: Option<usize>,
+    /// Whether a final answer starts with one or two lines quoted whole from what the run's
+    /// tools returned (held so by the grammar of the JSON protocols), then the model's own
+    /// words. `None`: what the model's catalogue entry says, else no. Qwen2.5-Coder-0.5B, shown
+    /// "25 issues labelled Bug, opened in 2022", answered "15 issues"; shown a commit's hash,
+    /// answered with another (issue 56).
+    pub quote_answers: Option<bool>,
     /// Show the model a worked example of a run in its protocol's format. Off by default:
     /// on the eval set's dev split it did not raise Qwen2.5-Coder-0.5B's accuracy (0.35 with
     /// and without) and its made-up items leaked into answers.
@@ -89,6 +95,20 @@ impl AgentConfig {
     }
 }
 
+impl AgentConfig {
+    /// Whether this run's answers quote the tools (see `quote_answers`).
+    pub fn quote_answers_for(&self, model: &crate::llm::engine::ModelDescriptor) -> bool {
+        self.quote_answers
+            .or_else(|| {
+                let file = model.path.as_ref()?.file_name()?.to_str()?;
+                crate::llm::library::Catalogue::builtin()
+                    .by_file(file)?
+                    .quote_answers
+            })
+            .unwrap_or(false)
+    }
+}
+
 impl Default for AgentConfig {
     fn default() -> Self {
         AgentConfig {
@@ -100,6 +120,7 @@ impl Default for AgentConfig {
             route_first: false,
             field_values: Default::default(),
             check_matches: None,
+            quote_answers: None,
             few_shot: false,
             persona: super::prompt::DEFAULT_PERSONA.to_string(),
             task_context: String::new(),

@@ -31,6 +31,8 @@ pub struct Agent<'a> {
     pub(super) config: AgentConfig,
     /// The leading matches this run checks: the config's, else the model's catalogue entry's.
     pub(super) check_matches: usize,
+    /// The run's answers quote its tools: the config's, else the model's catalogue entry's.
+    pub(super) quote_answers: bool,
     pub(super) prompt: PromptTemplate,
     pub(super) hooks: Hooks,
     pub(super) clock: Arc<dyn Clock>,
@@ -95,11 +97,13 @@ impl<'a> Agent<'a> {
     ) -> Result<Self, AgentError> {
         let native_tools = config.protocol.calls_natively() && template_shows_tools(model);
         let check_matches = config.check_matches_for(&model.descriptor());
+        let quote_answers = config.quote_answers_for(&model.descriptor());
         Ok(Agent {
             model,
             tools,
             config,
             check_matches,
+            quote_answers,
             prompt: PromptTemplate::builtin()?,
             hooks: Hooks::default(),
             clock: Arc::new(SystemClock),

@@ -46,6 +46,10 @@ pub(super) struct CallMemo {
     pub step: usize,
 }
 
+/// Lines an answer may quote at most, and characters of each.
+const QUOTES: usize = 40;
+const QUOTE_CHARS: usize = 240;
+
 impl RunState {
     pub fn new(
         task: &str,
@@ -92,6 +96,48 @@ impl RunState {
     }
 
     /// Every item the run's observations showed, each once, in the order first seen.
+    /// The lines an answer may quote (see `AgentConfig::quote_answers`): those of the last
+    /// observation's head, up to its first blank line (an opened issue's title, state,
+    /// reviews and fixes, not its description; a commit's hash, author and releases, not its
+    /// diff), or, where it has none, its first `QUOTES` lines (a list, a file's lines); without
+    /// Burrow's notes, cut marks or match marks, each at most `QUOTE_CHARS` long. Offered the
+    /// description too, Qwen2.5-Coder-0.5B quoted it instead of who approved the change.
+    pub fn quotable(&self) -> Vec<String> {
+        let Some(text) = self
+            .steps
+            .iter()
+            .rev()
+            .find_map(|s| s.observation.as_deref())
+        else {
+            return Vec::new();
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let head_ends = lines.iter().position(|l| l.trim().is_empty());
+        let lines = match head_ends {
+            Some(n) if n >= 1 => &lines[..n],
+            _ => &lines[..],
+        };
+        let mut out: Vec<String> = Vec::new();
+        for line in lines {
+            let line = crate::notes::without_match_marks(line.trim());
+            let lower = line.to_lowercase();
+            let burrows = crate::notes::GUIDANCE.iter().any(|g| lower.starts_with(g))
+                || crate::notes::cut_marks().is_some_and(|re| re.is_match(&line));
+            if line.chars().count() < 3 || burrows {
+                continue;
+            }
+            let line: String = line.chars().take(QUOTE_CHARS).collect();
+            let line = line.trim_end().to_string();
+            if !out.contains(&line) {
+                out.push(line);
+            }
+            if out.len() >= QUOTES {
+                break;
+            }
+        }
+        out
+    }
+
     pub fn seen(&self) -> Vec<Locator> {
         let mut seen: Vec<Locator> = Vec::new();
         for item in self.steps.iter().flat_map(|s| &s.items) {

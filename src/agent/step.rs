@@ -54,6 +54,11 @@ impl Agent<'_> {
         };
         let made = state.calls_made();
         let openable = state.openable();
+        let quotes = if self.quote_answers {
+            state.quotable()
+        } else {
+            Vec::new()
+        };
         let shape = StepShape {
             allow_final,
             todo_patch: self.config.protocol.has_plan_field(),
@@ -62,6 +67,7 @@ impl Agent<'_> {
             made: &made,
             openable: &openable,
             repos: &self.config.repos,
+            quotes: &quotes,
             decide: decide.as_deref(),
             answer_chars: match self.model.descriptor().context_length {
                 0 => None,

@@ -252,3 +252,49 @@ fn without_routes_the_run_starts_with_burrows_search() {
     let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
     assert_eq!(outcome.steps[0].origin, Origin::Search);
 }
+
+#[test]
+fn a_quoting_answer_starts_with_a_line_the_tools_returned() {
+    let issues = SearchIssues::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    tools.register(issues).unwrap();
+    let quote = "2 issues labelled Wallet, opened by sjors.";
+    let model = FakeModel::new([
+        FakeTurn::text(r#"{"tool":"search_issues","args":{"label":"Wallet"}}"#),
+        FakeTurn::text(&Protocol::JsonTyped.write_final(
+            "Two.",
+            &["acme/app#7"],
+            &format!("{quote} Both are open."),
+        )),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            route_first: true,
+            field_values: values(),
+            quote_answers: Some(true),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(&agent, "How many issues labelled Wallet are there?");
+    assert_eq!(
+        outcome.final_answer.as_deref(),
+        Some(&*format!("{quote} Both are open."))
+    );
+    let text = model.requests()[1].grammar.clone().unwrap();
+    let g = Grammar::JsonSchema(serde_json::from_str(&text).unwrap());
+    let answer =
+        |final_text: &str| Protocol::JsonTyped.write_final("Two.", &["acme/app#7"], final_text);
+    assert!(g.accepts(&answer(quote)).unwrap());
+    assert!(g
+        .accepts(&answer(&format!("{quote} acme/app#7 [open] A")))
+        .unwrap());
+    // A miscopied count is not a line the tool returned.
+    assert!(!g
+        .accepts(&answer("3 issues labelled Wallet, opened by sjors."))
+        .unwrap());
+    assert!(!g.accepts(&answer("There are 3 wallet issues.")).unwrap());
+}

@@ -50,6 +50,10 @@ pub struct StepShape<'a> {
     /// The longest final answer, in characters (None: `ANSWER_CHARS`): less when the context
     /// window has little room left (see `answer_room`).
     pub answer_chars: Option<u64>,
+    /// Lines the run's tools returned: when any, a final answer in a JSON protocol starts
+    /// with one of them, or two, whole, then the model's own words (see
+    /// `AgentConfig::quote_answers`).
+    pub quotes: &'a [String],
 }
 
 /// The question a deciding thought starts with (see `StepShape::decide`).
@@ -288,8 +292,26 @@ fn with_citations(tools: &[ToolSpec], shape: StepShape<'_>) -> Vec<ToolSpec> {
 }
 
 fn answer_string(shape: &StepShape) -> Value {
-    json!({"type": "string", "maxLength": answer_limit(shape)})
+    if shape.quotes.is_empty() {
+        return json!({"type": "string", "maxLength": answer_limit(shape)});
+    }
+    let quote = format!(
+        "(?:{})",
+        shape
+            .quotes
+            .iter()
+            .map(|q| regex_literal(q))
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    json!({
+        "type": "string",
+        "pattern": format!("^{quote}(?: {quote})?(?: [^\\n]{{0,{QUOTED_TAIL_CHARS}}})?$"),
+    })
 }
+
+/// Characters of its own a quoting answer may add after its quotes.
+const QUOTED_TAIL_CHARS: u64 = 300;
 
 /// A tool's parameters with every string and list bounded (see `ARGUMENT_CHARS`,
 /// `ARGUMENT_ITEMS`).

@@ -28,6 +28,10 @@ pub struct CatalogueEntry {
     /// `AgentConfig::check_matches`), where `burrow eval` showed the default does not suit it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_matches: Option<usize>,
+    /// Whether this model's answers start by quoting lines its tools returned (see
+    /// `AgentConfig::quote_answers`), where `burrow eval` showed it miscopies them otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote_answers: Option<bool>,
     #[serde(default, skip_serializing_if = "Purpose::is_chat")]
     pub purpose: Purpose,
 }

@@ -203,6 +203,7 @@ fn parted_model(dir: &Path, chunks: &[&[u8]]) -> CatalogueEntry {
         homepage: String::new(),
         sources: vec![Source::PypiParts { parts }],
         check_matches: None,
+        quote_answers: None,
         purpose: Default::default(),
     }
 }
