@@ -163,6 +163,20 @@ impl StepRecord {
         matches!(self.origin, Origin::Search | Origin::Open)
     }
 
+    /// Whether the step's call was written by the model: its own step, or a route to a tool
+    /// with its arguments. A route to the lookup is the model's choice, but the call is
+    /// Burrow's search with the task.
+    pub fn call_by_model(&self) -> bool {
+        match self.origin {
+            Origin::Model => true,
+            Origin::Route => self
+                .action
+                .as_ref()
+                .is_some_and(|a| a.tool != crate::agent::first::SEARCH),
+            _ => false,
+        }
+    }
+
     /// What the step's check decided, when it was one.
     pub fn check(&self) -> Option<&Check> {
         match &self.origin {

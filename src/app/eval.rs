@@ -271,7 +271,10 @@ pub fn score_in(
         first_correct: correct.first().copied().unwrap_or(false),
         named,
         used_tool: o.steps.iter().any(workspace_call),
-        model_used_tool: o.steps.iter().any(|s| !s.by_burrow() && workspace_call(s)),
+        model_used_tool: o
+            .steps
+            .iter()
+            .any(|s| s.call_by_model() && workspace_call(s)),
         steps: o.steps.len(),
         repeated,
         unseen: last.map(|s| s.unseen.clone()).unwrap_or_default(),

@@ -126,6 +126,10 @@ pub struct ScoredTask {
     pub model_calls: Vec<String>,
     /// The model called a workspace tool with arguments that are not the task's own words.
     pub model_acted: bool,
+    /// The model wrote a workspace call itself, whatever its arguments (a route to the lookup
+    /// is Burrow's call): a filter or a name copied from the task counts here, not in
+    /// `model_acted`.
+    pub model_called: bool,
     pub steps: usize,
     /// Items the answer names that the run never saw.
     pub unseen: Vec<String>,
@@ -164,9 +168,12 @@ pub fn score_task(
         .collect();
     let item_parts = t.parts.iter().filter(|p| p.what.is_item()).count();
     let mut items: Vec<String> = citations.iter().map(|c| c.cite()).collect();
+    // What the task names itself (the file whose history it asks for) is restated, not a
+    // candidate answer.
+    let in_task: Vec<String> = mentions(&t.task).iter().map(|m| m.text()).collect();
     for m in &named {
         let cited = citations.iter().any(|c| c.is_named_by(m));
-        if !cited && !items.contains(&m.text()) {
+        if !cited && !items.contains(&m.text()) && !in_task.contains(&m.text()) {
             items.push(m.text());
         }
     }
@@ -192,7 +199,8 @@ pub fn score_task(
     let model_calls: Vec<String> = model_steps()
         .filter_map(|s| s.action.as_ref().map(|a| a.tool.clone()))
         .collect();
-    let model_acted = model_steps().any(|s| {
+    let model_called = model_steps().any(|s| s.call_by_model());
+    let model_acted = model_steps().filter(|s| s.call_by_model()).any(|s| {
         s.action.as_ref().is_some_and(|a| {
             a.args
                 .values()
@@ -211,6 +219,7 @@ pub fn score_task(
         too_many,
         model_calls,
         model_acted,
+        model_called,
         steps: o.steps.len(),
         unseen: last.map(|s| s.unseen.clone()).unwrap_or_default(),
         wall_s,
@@ -349,6 +358,8 @@ pub struct TaskSummary {
     pub accuracy: f64,
     /// Share of runs in which the model called a workspace tool with its own arguments.
     pub model_acted: f64,
+    /// Share of runs in which the model wrote a workspace call itself, whatever its arguments.
+    pub model_called: f64,
     pub median_steps: f64,
     pub unseen: usize,
     pub median_wall_s: f64,
@@ -382,6 +393,7 @@ pub fn summarize_tasks(runs: &[ScoredTask]) -> Vec<TaskSummary> {
                 tasks: these.len(),
                 accuracy: share(&|r| r.correct),
                 model_acted: share(&|r| r.model_acted),
+                model_called: share(&|r| r.model_called),
                 median_steps: super::eval::median(these.iter().map(|r| r.steps as f64).collect()),
                 unseen: these.iter().map(|r| r.unseen.len()).sum(),
                 median_wall_s: super::eval::median(these.iter().map(|r| r.wall_s).collect()),

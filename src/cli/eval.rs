@@ -181,17 +181,27 @@ fn task_eval(home: &BurrowHome, args: &EvalArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<32} {:<12} {:<14} {:>4} {:>8} {:>6} {:>6} {:>6} {:>9}",
-        "model", "protocol", "kind", "n", "accuracy", "acted", "steps", "unseen", "median s"
+        "{:<32} {:<12} {:<14} {:>4} {:>8} {:>6} {:>6} {:>6} {:>6} {:>9}",
+        "model",
+        "protocol",
+        "kind",
+        "n",
+        "accuracy",
+        "called",
+        "acted",
+        "steps",
+        "unseen",
+        "median s"
     );
     for s in &summaries {
         println!(
-            "{:<32} {:<12} {:<14} {:>4} {:>8.2} {:>6.2} {:>6.1} {:>6} {:>9.1}",
+            "{:<32} {:<12} {:<14} {:>4} {:>8.2} {:>6.2} {:>6.2} {:>6.1} {:>6} {:>9.1}",
             s.model,
             s.protocol,
             s.kind,
             s.tasks,
             s.accuracy,
+            s.model_called,
             s.model_acted,
             s.median_steps,
             s.unseen,
@@ -200,7 +210,8 @@ fn task_eval(home: &BurrowHome, args: &EvalArgs) -> Result<ExitCode> {
     }
     println!(
         "accuracy: every part of the answer is in it, and it lists no candidates in place of one; \
-         acted: the model called a workspace tool itself, with arguments not the task's own words"
+         called: the model wrote a workspace call itself; acted: one with arguments not the \
+         task's own words"
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -66,6 +66,9 @@ fn an_answer_listing_many_candidates_does_not_pass() {
     let guesses = score(&numbers, "It is 74, 75, 76 or 77 commits.");
     assert!(!guesses.correct, "{guesses:?}");
     assert!(score(&numbers, "76 commits, between 13.0.0 and 14.0.0.").correct);
+    // The task's own items, restated, are not candidates.
+    let restated = score(&t, "#430 fixed #431; the others, #428 and #429, did not.");
+    assert!(restated.correct, "{restated:?}");
 }
 
 #[test]
@@ -139,6 +142,30 @@ fn the_models_own_calls_are_told_from_burrows_and_from_the_tasks_words() {
     let s = run(vec![burrows, echo, own]);
     assert_eq!(s.model_calls, vec!["search", "get_pull_request"]);
     assert!(s.model_acted);
+    // A route to the lookup is the model's choice, but Burrow's call (its kinds and limit
+    // are not the model's words); a route to a tool with filters is the model's own call.
+    let lookup = call(
+        "search",
+        serde_json::json!({"query": t.task, "kinds": ["pr"], "limit": 5}),
+        Origin::Route,
+    );
+    let s = run(vec![lookup]);
+    assert_eq!(s.model_calls, vec!["search"]);
+    assert!(!s.model_acted && !s.model_called);
+    let routed = call(
+        "search_pull_requests",
+        serde_json::json!({"label": "Bug"}),
+        Origin::Route,
+    );
+    assert!(run(vec![routed.clone()]).model_acted);
+    // A name copied from the task is the model's call, but not an argument of its own.
+    let copied = call(
+        "find_symbol",
+        serde_json::json!({"name": t.task.split_whitespace().next().unwrap()}),
+        Origin::Route,
+    );
+    let s = run(vec![copied]);
+    assert!(s.model_called && !s.model_acted);
 }
 
 #[test]
