@@ -14,42 +14,7 @@ use burrow::llm::grammar::Grammar;
 use burrow::tools::{Locator, Tool, ToolError, ToolOutput, ToolRegistry};
 use serde_json::json;
 
-use crate::support::{call, run};
-
-/// Search everything by words.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-pub struct SearchInput {
-    /// Words to look for.
-    query: String,
-    /// Only these kinds.
-    #[serde(default)]
-    #[allow(dead_code)]
-    kinds: Option<Vec<String>>,
-    /// How many results.
-    #[serde(default)]
-    #[allow(dead_code)]
-    limit: Option<usize>,
-}
-
-/// A search over a fixed workspace of one issue and one file, recording its queries.
-#[derive(Default, Clone)]
-struct Search(Arc<Mutex<Vec<String>>>);
-
-impl Tool for Search {
-    const NAME: &'static str = "search";
-    type Input = SearchInput;
-    fn run(&self, input: SearchInput) -> Result<ToolOutput, ToolError> {
-        self.0.lock().unwrap().push(input.query);
-        Ok(ToolOutput::new(
-            "1. [issue] #918 Wallet crashes on close (repo acme/app)\n2. [code] acme/app src/wallet.rs:12",
-            (),
-        )
-        .with_items([
-            Locator::issue_or_pr("acme/app", 918, false),
-            Locator::file("acme/app", "src/wallet.rs", Some(12)),
-        ]))
-    }
-}
+use crate::support::{call, run, Search, SearchInput};
 
 fn final_with(p: Protocol, citations: &[&str], text: &str) -> String {
     p.write_final("It is the crash.", citations, text)

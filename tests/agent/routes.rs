@@ -13,38 +13,7 @@ use burrow::tools::{Locator, Tool, ToolError, ToolOutput, ToolRegistry};
 use burrow::workspace::queries::FieldValues;
 use serde_json::json;
 
-use crate::support::run;
-
-/// Search everything by words.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-pub struct SearchInput {
-    /// Words to look for.
-    query: String,
-    /// Only these kinds.
-    #[serde(default)]
-    #[allow(dead_code)]
-    kinds: Option<Vec<String>>,
-    /// How many results.
-    #[serde(default)]
-    #[allow(dead_code)]
-    limit: Option<usize>,
-}
-
-#[derive(Default, Clone)]
-struct Search(Arc<Mutex<Vec<String>>>);
-
-impl Tool for Search {
-    const NAME: &'static str = "search";
-    type Input = SearchInput;
-    fn run(&self, input: SearchInput) -> Result<ToolOutput, ToolError> {
-        self.0.lock().unwrap().push(input.query);
-        Ok(ToolOutput::new(
-            "1. [issue] #918 Wallet crashes on close (repo acme/app)",
-            (),
-        )
-        .with_items([Locator::issue_or_pr("acme/app", 918, false)]))
-    }
-}
+use crate::support::{run, Search};
 
 /// List issues by their fields.
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -173,3 +173,39 @@ pub fn window_passed_at_third_prompt(tools: &ToolRegistry, cfg: &AgentConfig) ->
     let (sizes, _) = prompt_sizes(tools, cfg);
     ((sizes[1] + sizes[2]) as f64 / 2.0 / cfg.summarize_at) as usize
 }
+
+/// Search everything by words.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct SearchInput {
+    /// Words to look for.
+    query: String,
+    /// Only these kinds.
+    #[serde(default)]
+    #[allow(dead_code)]
+    kinds: Option<Vec<String>>,
+    /// How many results.
+    #[serde(default)]
+    #[allow(dead_code)]
+    limit: Option<usize>,
+}
+
+/// A search over a fixed workspace of one issue and one file, recording its queries: the
+/// `search` Burrow makes first.
+#[derive(Default, Clone)]
+pub struct Search(pub Arc<Mutex<Vec<String>>>);
+
+impl Tool for Search {
+    const NAME: &'static str = "search";
+    type Input = SearchInput;
+    fn run(&self, input: SearchInput) -> Result<ToolOutput, ToolError> {
+        self.0.lock().unwrap().push(input.query);
+        Ok(ToolOutput::new(
+            "1. [issue] #918 Wallet crashes on close (repo acme/app)\n2. [code] acme/app src/wallet.rs:12",
+            (),
+        )
+        .with_items([
+            Locator::issue_or_pr("acme/app", 918, false),
+            Locator::file("acme/app", "src/wallet.rs", Some(12)),
+        ]))
+    }
+}
