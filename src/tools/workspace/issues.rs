@@ -359,10 +359,24 @@ fn issue_text(
     // What is asked of an item most (who merged and approved a pull request; which pull
     // request fixed an issue, and who merged and approved that) on its first line too: small
     // models answer from the first line they read.
-    let outcome = if d.is_pr {
-        pr_outcome(&d)
+    // An issue's fixing pull requests, each with who merged and approved it: read once, for
+    // the first line and the "Fixed by" line.
+    let fixes: Vec<(i64, Option<String>)> = if d.is_pr {
+        Vec::new()
     } else {
-        fixes_outcome(ws, &d)
+        d.linked
+            .iter()
+            .map(|&n| {
+                let words = ws.issue(Some(&d.repo), n, 0).ok();
+                (n, words.map(|pr| outcome_words(&pr)))
+            })
+            .collect()
+    };
+    let outcome = match (d.is_pr, fixes.first()) {
+        (true, _) => format!(" ({})", outcome_words(&d)),
+        (false, Some((n, Some(words)))) => format!(" (fixed by #{n}: {words})"),
+        (false, Some((n, None))) => format!(" (fixed by #{n})"),
+        (false, None) => String::new(),
     };
     let mut out = format!(
         "{} #{} in {}: {}{outcome}\nState: {}{} | Author: {} | Opened: {}{}\n",
@@ -408,19 +422,17 @@ fn issue_text(
     if !d.linked.is_empty() {
         // An issue's fixes with who merged and approved each: the question that follows an
         // issue to its pull request most often asks that, and it is one line, not a call.
-        let numbers: Vec<String> = d
-            .linked
-            .iter()
-            .map(|&n| {
-                if d.is_pr {
-                    return format!("#{n}");
-                }
-                match ws.issue(Some(&d.repo), n, 0) {
-                    Ok(pr) => format!("#{n}{}", pr_outcome(&pr)),
-                    Err(_) => format!("#{n}"),
-                }
-            })
-            .collect();
+        let numbers: Vec<String> = if d.is_pr {
+            d.linked.iter().map(|n| format!("#{n}")).collect()
+        } else {
+            fixes
+                .iter()
+                .map(|(n, words)| match words {
+                    Some(w) => format!("#{n} ({w})"),
+                    None => format!("#{n}"),
+                })
+                .collect()
+        };
         let _ = writeln!(
             out,
             "{} {}",
@@ -524,22 +536,7 @@ impl Tool for GetPullRequest {
     }
 }
 
-/// An issue's fixes in brackets: the first pull request that fixed it, and its outcome.
-fn fixes_outcome(ws: &Workspace, d: &crate::workspace::queries::IssueDetail) -> String {
-    let Some(&n) = d.linked.first() else {
-        return String::new();
-    };
-    match ws.issue(Some(&d.repo), n, 0) {
-        Ok(pr) => format!(" (fixed by #{n}: {})", outcome_words(&pr)),
-        Err(_) => format!(" (fixed by #{n})"),
-    }
-}
-
-/// A pull request's outcome in brackets: merged when and by whom, approved by whom.
-fn pr_outcome(pr: &crate::workspace::queries::IssueDetail) -> String {
-    format!(" ({})", outcome_words(pr))
-}
-
+/// A pull request's outcome: merged when and by whom, approved by whom.
 fn outcome_words(pr: &crate::workspace::queries::IssueDetail) -> String {
     let mut said: Vec<String> = Vec::new();
     match (pr.merged_at, &pr.merged_by) {
