@@ -298,6 +298,50 @@ fn a_commit_says_the_first_release_of_each_series_that_holds_it() {
 }
 
 #[test]
+fn a_file_is_read_as_it_was_at_a_tag_or_commit() {
+    let f = fixture();
+    let now = text(&f, "read_file", json!({"path": "src/parse.rs"}));
+    assert!(now.contains("s.trim().len()"), "{now}");
+    let then = text(
+        &f,
+        "read_file",
+        json!({"path": "src/parse.rs", "at": "1.0.0"}),
+    );
+    assert!(then.starts_with("src/parse.rs at 1.0.0 (commit "), "{then}");
+    assert!(then.contains("2024-01-01"), "{then}");
+    assert!(
+        then.contains("    s.len()") && !then.contains("trim"),
+        "{then}"
+    );
+    // By a commit's hash prefix; a file that did not exist yet is not found there.
+    let first =
+        f.ws.commits(Some("app"), None, None, None, None, 10)
+            .unwrap();
+    let oldest = &first.last().unwrap().hash;
+    let by_hash = text(
+        &f,
+        "read_file",
+        json!({"path": "src/parse.rs", "at": &oldest[..8], "start_line": 2, "end_line": 2}),
+    );
+    assert!(by_hash.contains("2      s.len()"), "{by_hash}");
+    let err = f
+        .tools
+        .call("read_file", json!({"path": "src/main.rs", "at": "1.0.0"}))
+        .expect_err("src/main.rs came later");
+    assert!(err.to_string().contains("src/main.rs at 1.0.0"), "{err}");
+    let err = f
+        .tools
+        .call("read_file", json!({"path": "src/parse.rs", "at": "9.9.9"}))
+        .expect_err("no such tag");
+    assert!(err.to_string().contains("9.9.9"), "{err}");
+    // Confined like the rest: no path out of the repository, at any revision.
+    assert!(f
+        .tools
+        .call("read_file", json!({"path": "../x", "at": "1.0.0"}))
+        .is_err());
+}
+
+#[test]
 fn a_name_is_found_where_it_is_defined_and_where_it_is_used() {
     let f = fixture();
     let out = text(&f, "find_symbol", json!({"name": "parse_header"}));

@@ -228,6 +228,46 @@ impl GitRepo {
         self.repo.find_commit(id).is_ok()
     }
 
+    /// The bytes of the file at `path` in commit `hash`'s tree: None when that tree has no file
+    /// there. A file over `max_bytes` is refused, as the index skips one.
+    pub fn file_at(
+        &self,
+        hash: &str,
+        path: &str,
+        max_bytes: u64,
+    ) -> Result<Option<Vec<u8>>, WorkspaceError> {
+        let err = |what: &str, e: &dyn std::fmt::Display| {
+            git_err(&self.root, &format!("{what} {path} at {hash}"), e)
+        };
+        let id = gix::ObjectId::from_hex(hash.as_bytes()).map_err(|e| err("reading", &e))?;
+        let commit = self
+            .repo
+            .find_commit(id)
+            .map_err(|e| err("reading the commit of", &e))?;
+        let tree = commit.tree().map_err(|e| err("reading the tree of", &e))?;
+        let Some(entry) = tree
+            .lookup_entry_by_path(path)
+            .map_err(|e| err("looking up", &e))?
+        else {
+            return Ok(None);
+        };
+        if !entry.mode().is_blob() {
+            return Ok(None);
+        }
+        let header = self
+            .repo
+            .find_header(entry.object_id())
+            .map_err(|e| err("reading", &e))?;
+        if header.size() > max_bytes {
+            return Err(WorkspaceError::Refused(format!(
+                "{path} at {hash} is {} bytes, over the {max_bytes}-byte limit",
+                header.size()
+            )));
+        }
+        let object = entry.object().map_err(|e| err("reading", &e))?;
+        Ok(Some(object.detach().data))
+    }
+
     /// One commit, with its changed files and line counts (against its first parent).
     pub fn commit_record(&self, id: gix::ObjectId) -> Result<CommitRecord, WorkspaceError> {
         let mut slot = self.cache.borrow_mut();

@@ -70,6 +70,9 @@ pub struct ReadFileInput {
     /// Last line to read (default: as far as the size limit allows).
     #[serde(default)]
     pub end_line: Option<usize>,
+    /// A tag, branch or commit hash: the file as it was there (default: as it is now).
+    #[serde(default)]
+    pub at: Option<String>,
 }
 
 pub struct ReadFile(pub Arc<Workspace>);
@@ -83,16 +86,43 @@ impl Tool for ReadFile {
     });
 
     fn run(&self, i: ReadFileInput) -> Result<ToolOutput, ToolError> {
-        let slice = self.0.read_file(
-            i.repo.as_deref(),
-            &i.path,
-            i.start_line,
-            i.end_line,
-            READ_MAX_LINES,
-            READ_MAX_BYTES,
-        )?;
+        let at = i.at.as_deref().map(str::trim).filter(|a| !a.is_empty());
+        let (slice, revision) = match at {
+            Some(at) => {
+                let (slice, revision) = self.0.read_file_at(
+                    i.repo.as_deref(),
+                    &i.path,
+                    at,
+                    i.start_line,
+                    i.end_line,
+                    READ_MAX_LINES,
+                    READ_MAX_BYTES,
+                )?;
+                (slice, Some(revision))
+            }
+            None => (
+                self.0.read_file(
+                    i.repo.as_deref(),
+                    &i.path,
+                    i.start_line,
+                    i.end_line,
+                    READ_MAX_LINES,
+                    READ_MAX_BYTES,
+                )?,
+                None,
+            ),
+        };
+        let when = match &revision {
+            Some(r) => format!(
+                " at {} (commit {}, {})",
+                r.name,
+                &r.hash[..r.hash.len().min(12)],
+                super::format::date(Some(r.time))
+            ),
+            None => String::new(),
+        };
         let mut out = format!(
-            "{} (lines {}-{} of {}):\n",
+            "{}{when} (lines {}-{} of {}):\n",
             slice.path, slice.start_line, slice.end_line, slice.total_lines
         );
         let width = slice.end_line.to_string().len();

@@ -19,7 +19,7 @@ use std::path::{Component, Path};
 use super::{Repo, Workspace, WorkspaceError};
 
 pub use commits::{CommitDetail, CommitFile, CommitSummary};
-pub use files::{DirEntry, FileSlice};
+pub use files::{DirEntry, FileSlice, Revision};
 pub(crate) use issues::linked;
 pub use issues::{CommentDetail, IssueDetail, IssueFilter, IssueList, IssueSummary};
 pub use people::{Changer, Member};
