@@ -279,6 +279,11 @@ fn a_commit_says_the_first_release_of_each_series_that_holds_it() {
         head.contains("First released in: 1.1.0 (2024-05-01), lib-0.2.0 (2024-03-01)"),
         "{out}"
     );
+    // Its first line says what the commit is and the first release of its own series.
+    assert_eq!(
+        out.lines().next().unwrap(),
+        format!("commit {hash} (Add a json flag; first released in 1.1.0 (2024-05-01))")
+    );
     let first =
         f.ws.commits(
             Some("app"),
@@ -347,7 +352,8 @@ fn a_name_is_found_where_it_is_defined_and_where_it_is_used() {
     let out = text(&f, "find_symbol", json!({"name": "parse_header"}));
     assert!(
         out.starts_with(
-            "`parse_header` is defined in app:src/parse.rs (line 1) and used in app:src/main.rs.\n"
+            "`parse_header` is defined in app:src/parse.rs (line 1) and used in app:src/main.rs.\n\
+             app:src/parse.rs:1: pub fn parse_header(s: &str) -> usize {\n\n"
         ),
         "{out}"
     );

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::format::{date, limit, run_search, run_search_kept};
+use super::format::{clip, date, limit, run_search, run_search_kept};
 use crate::tools::{Locator, Opens, OpensItems, Tool, ToolError, ToolOutput};
 use crate::workspace::{day_start, Kind, SearchQuery, Workspace};
 
@@ -211,16 +211,22 @@ impl Tool for ShowCommit {
             .0
             .show_commit(i.repo.as_deref(), &i.hash, DIFF_MAX_BYTES)?;
         let s = &c.summary;
+        // With the head, which is what an opening shows: the question it answers ("which
+        // release first had it") is asked of the commit, not of its diff. The first line says
+        // it too, with the summary, as one line an answer can quote whole.
+        let releases = self.0.releases_containing(Some(&s.repo), &s.hash)?;
+        let first_release = releases
+            .first()
+            .map(|r| format!("; first released in {} ({})", r.tag, date(Some(r.time))))
+            .unwrap_or_default();
         let mut out = format!(
-            "commit {}\nAuthor: {} <{}>\nDate: {}\n",
+            "commit {} ({}{first_release})\nAuthor: {} <{}>\nDate: {}\n",
             s.hash,
+            clip(&s.summary, 100),
             s.author,
             s.email,
             date(Some(s.time)),
         );
-        // With the head, which is what an opening shows: the question it answers ("which
-        // release first had it") is asked of the commit, not of its diff.
-        let releases = self.0.releases_containing(Some(&s.repo), &s.hash)?;
         if !releases.is_empty() {
             let first: Vec<String> = releases
                 .iter()

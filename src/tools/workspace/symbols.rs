@@ -118,8 +118,9 @@ impl Tool for FindSymbol {
                 }
                 None => out.push_str(".\n"),
             }
-            // A blank line ends the head, which is what an answer quotes.
-            out.push('\n');
+            // The defining line too (a constant's value, a function's signature); a blank line
+            // ends the head, which is what an answer quotes.
+            let _ = writeln!(out, "{}:{}:{}: {}\n", d.repo, d.path, d.line, clip(&d.text));
         }
         if definitions.is_empty() {
             let _ = writeln!(out, "No definition of `{name}` in the indexed files.");
