@@ -257,6 +257,44 @@ fn symbols(task: &str) -> Vec<String> {
     out
 }
 
+/// Verbs a yes-or-no question starts with ("Is that still the default?", "Does the code
+/// agree?").
+const POLAR_VERBS: &[&str] = &[
+    "is", "are", "was", "were", "does", "do", "did", "has", "have", "had", "can", "could", "will",
+    "would", "should",
+];
+
+/// Whether the task asks a yes-or-no question: one of its questions starts with a verb of
+/// `POLAR_VERBS`, or one does after a comma ("Going by the backup, is #567 closed now?").
+pub fn asks_yes_or_no(task: &str) -> bool {
+    let mut question = String::new();
+    let mut chars = task.chars().peekable();
+    while let Some(c) = chars.next() {
+        // A full stop ends a sentence only before a space: not in `lowargs.rs` or 1.5.
+        let ends_sentence = chars.peek().is_none_or(|n| n.is_whitespace());
+        match c {
+            '?' => {
+                let polar = question.split(',').any(|clause| {
+                    let first = clause
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .to_lowercase();
+                    POLAR_VERBS.contains(&first.as_str())
+                });
+                if polar {
+                    return true;
+                }
+                question.clear();
+            }
+            '.' | '!' if ends_sentence => question.clear(),
+            '\n' => question.clear(),
+            c => question.push(c),
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,4 +386,25 @@ mod tests {
             ["OverrideBuilder", "is_readable_stdin", "GitHub"]
         );
     }
+
+    #[test]
+    fn a_yes_or_no_question_is_one_that_starts_with_a_verb() {
+        assert!(asks_yes_or_no(
+            "The FAQ says the limit is 10 MB. Is 10 MB still the default in the code? Which file?"
+        ));
+        assert!(asks_yes_or_no("Going by the backup, is #567 closed now?"));
+        assert!(asks_yes_or_no(
+            "GUIDE.md says so. Does the code agree? Point to the file."
+        ));
+        assert!(!asks_yes_or_no(
+            "Which pull request fixed it, and who approved it?"
+        ));
+        assert!(!asks_yes_or_no("What is the default, and where is it set?"));
+        // A statement that starts with a verb is not a question.
+        assert!(!asks_yes_or_no(
+            "Is set in config.rs. Which release had it?"
+        ));
+        assert!(asks_yes_or_no("Is the limit set in config.rs still?"));
+    }
+
 }

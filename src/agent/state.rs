@@ -100,7 +100,8 @@ impl RunState {
     /// observation's head, up to its first blank line (an opened issue's title, state,
     /// reviews and fixes, not its description; a commit's hash, author and releases, not its
     /// diff), or, where it has none, its first `QUOTES` lines (a list, a file's lines); without
-    /// Burrow's notes, cut marks or match marks, each at most `QUOTE_CHARS` long. Offered the
+    /// Burrow's notes, a results page's header, cut marks or match marks, each at most
+    /// `QUOTE_CHARS` long. An answer starts with the first. Offered the
     /// description too, Qwen2.5-Coder-0.5B quoted it instead of who approved the change.
     pub fn quotable(&self) -> Vec<String> {
         let Some(text) = self
@@ -122,7 +123,8 @@ impl RunState {
             let line = crate::notes::without_match_marks(line.trim());
             let lower = line.to_lowercase();
             let burrows = crate::notes::GUIDANCE.iter().any(|g| lower.starts_with(g))
-                || crate::notes::cut_marks().is_some_and(|re| re.is_match(&line));
+                || crate::notes::cut_marks().is_some_and(|re| re.is_match(&line))
+                || crate::tools::workspace::is_results_header(&line);
             if line.chars().count() < 3 || burrows {
                 continue;
             }

@@ -47,18 +47,18 @@ impl Agent<'_> {
         let decide = Self::opened_match(state)
             .filter(|_| self.config.protocol.decides_late() && allow_final && !last)
             .map(Locator::cite);
-        let cites: Vec<String> = match (&confirmed, &decide) {
-            (Some(item), _) => vec![item.cite()],
-            (None, Some(cite)) => vec![cite.clone()],
-            (None, None) => state.seen().iter().map(Locator::cite).collect(),
-        };
-        let made = state.calls_made();
-        let openable = state.openable();
         let quotes = if self.quote_answers {
             state.quotable()
         } else {
             Vec::new()
         };
+        let cites: Vec<String> = match (&confirmed, &decide) {
+            (Some(item), _) => vec![item.cite()],
+            (None, Some(cite)) => vec![cite.clone()],
+            (None, None) => quoted_or_seen(state, quotes.first()),
+        };
+        let made = state.calls_made();
+        let openable = state.openable();
         let shape = StepShape {
             allow_final,
             todo_patch: self.config.protocol.has_plan_field(),
@@ -68,6 +68,7 @@ impl Agent<'_> {
             openable: &openable,
             repos: &self.config.repos,
             quotes: &quotes,
+            verdict: !quotes.is_empty() && super::ground::asks_yes_or_no(&state.task),
             decide: decide.as_deref(),
             answer_chars: match self.model.descriptor().context_length {
                 0 => None,
@@ -318,5 +319,26 @@ pub(super) fn decoded(index: usize, output: String, usage: &Usage, started: Inst
         decode_ms: (model_ms - usage.time_to_first_token_ms).max(0.0),
         unconstrained: usage.unconstrained,
         ..Default::default()
+    }
+}
+
+/// What a final answer may cite: of the items the run saw, those the line it must quote
+/// first names, when it names any; else all it saw. Free to cite the whole list a routed
+/// call returned, Qwen2.5-Coder-0.5B cited five commits for "which commit last changed it".
+fn quoted_or_seen(state: &RunState, lead: Option<&String>) -> Vec<String> {
+    let seen = state.seen();
+    let named: Vec<String> = lead
+        .map(|line| crate::tools::locator::mentions(line))
+        .map(|ms| {
+            seen.iter()
+                .filter(|item| ms.iter().any(|m| item.is_named_by(m)))
+                .map(Locator::cite)
+                .collect()
+        })
+        .unwrap_or_default();
+    if named.is_empty() {
+        seen.iter().map(Locator::cite).collect()
+    } else {
+        named
     }
 }

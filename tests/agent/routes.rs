@@ -266,4 +266,50 @@ fn a_quoting_answer_starts_with_a_line_the_tools_returned() {
         .accepts(&answer("3 issues labelled Wallet, opened by sjors."))
         .unwrap());
     assert!(!g.accepts(&answer("There are 3 wallet issues.")).unwrap());
+    // The head line leads; a later line may follow it, not stand in for it.
+    assert!(g
+        .accepts(&answer(&format!("{quote} acme/app#9 [open] B")))
+        .unwrap());
+    assert!(!g.accepts(&answer("acme/app#9 [open] B")).unwrap());
+    // The model's own words hold no control characters.
+    assert!(!g.accepts(&answer(&format!("{quote} a\r\tb"))).unwrap());
+    // Not a yes-or-no question: no verdict before the quote.
+    assert!(!g.accepts(&answer(&format!("Yes. {quote}"))).unwrap());
+}
+
+#[test]
+fn a_yes_or_no_task_is_answered_with_a_verdict_before_the_quote() {
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    tools.register(SearchIssues::default()).unwrap();
+    let quote = "2 issues labelled Wallet, opened by sjors.";
+    let verdict = format!("No. {quote}");
+    let model = FakeModel::new([
+        FakeTurn::text(r#"{"tool":"search_issues","args":{"label":"Wallet"}}"#),
+        FakeTurn::text(&Protocol::JsonTyped.write_final("Two.", &["acme/app#7"], &verdict)),
+    ]);
+    let agent = Agent::new(
+        &model,
+        &tools,
+        AgentConfig {
+            route_first: true,
+            field_values: values(),
+            quote_answers: Some(true),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (outcome, _) = run(
+        &agent,
+        "The docs say there are no Wallet issues. Is that so, going by the issues labelled Wallet?",
+    );
+    assert_eq!(outcome.final_answer.as_deref(), Some(&*verdict));
+    let text = model.requests()[1].grammar.clone().unwrap();
+    let g = Grammar::JsonSchema(serde_json::from_str(&text).unwrap());
+    let answer =
+        |final_text: &str| Protocol::JsonTyped.write_final("Two.", &["acme/app#7"], final_text);
+    assert!(g.accepts(&answer(&format!("Yes. {quote}"))).unwrap());
+    // The verdict is asked for: the quote alone, or a verdict after it, is not an answer.
+    assert!(!g.accepts(&answer(quote)).unwrap());
+    assert!(!g.accepts(&answer(&format!("{quote} No."))).unwrap());
 }

@@ -51,9 +51,12 @@ pub struct StepShape<'a> {
     /// window has little room left (see `answer_room`).
     pub answer_chars: Option<u64>,
     /// Lines the run's tools returned: when any, a final answer in a JSON protocol starts
-    /// with one of them, or two, whole, then the model's own words (see
+    /// with the first of them whole (the opened item's, list's or history's head line, which
+    /// names what was found), may add one more, then the model's own words (see
     /// `AgentConfig::quote_answers`).
     pub quotes: &'a [String],
+    /// The task asks a yes-or-no question: a quoting answer starts with "Yes." or "No.".
+    pub verdict: bool,
 }
 
 /// The question a deciding thought starts with (see `StepShape::decide`).
@@ -295,18 +298,26 @@ fn answer_string(shape: &StepShape) -> Value {
     if shape.quotes.is_empty() {
         return json!({"type": "string", "maxLength": answer_limit(shape)});
     }
-    let quote = format!(
-        "(?:{})",
-        shape
-            .quotes
-            .iter()
-            .map(|q| regex_literal(q))
-            .collect::<Vec<_>>()
-            .join("|")
-    );
+    // The first line leads: left to choose, Qwen2.5-Coder-0.5B quoted a pull request's
+    // `Fixes: #N` line rather than its head naming who merged and approved it, and a file's
+    // code line without the line naming the file.
+    let lead = regex_literal(&shape.quotes[0]);
+    let more = match &shape.quotes[1..] {
+        [] => String::new(),
+        rest => format!(
+            "(?: (?:{}))?",
+            rest.iter()
+                .map(|q| regex_literal(q))
+                .collect::<Vec<_>>()
+                .join("|")
+        ),
+    };
+    let verdict = if shape.verdict { "(?:Yes|No)\\. " } else { "" };
     json!({
         "type": "string",
-        "pattern": format!("^{quote}(?: {quote})?(?: [^\\n]{{0,{QUOTED_TAIL_CHARS}}})?$"),
+        // No control characters in the model's own words: Qwen2.5-Coder-0.5B filled them with
+        // `\r\thidden: bool,` over and over.
+        "pattern": format!("^{verdict}{lead}{more}(?: [^\\x00-\\x1f]{{0,{QUOTED_TAIL_CHARS}}})?$"),
     })
 }
 

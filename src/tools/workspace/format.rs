@@ -41,6 +41,16 @@ pub(super) fn limit(l: Option<usize>, default: usize) -> usize {
 /// runs so); `offset` stays among the tools' parameters.
 /// A page of hits, numbered from `offset + 1`: a model that asked for the next page and saw
 /// "1." again could not tell the new results from the first ones.
+/// Whether `line` is the header `hits_text` writes above a page of results: Burrow's framing,
+/// not something a result says.
+pub fn is_results_header(line: &str) -> bool {
+    let line = line.trim_start();
+    let (lead, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let counted = lead.chars().all(|c| c.is_ascii_digit())
+        && (rest.starts_with("result for ") || rest.starts_with("results for "));
+    counted || (lead == "Results" && rest.contains(" for ") && rest.ends_with(':'))
+}
+
 fn hits_text(what: &str, hits: &[SearchHit], offset: usize) -> String {
     let mut out = String::new();
     if offset == 0 {
@@ -178,4 +188,20 @@ pub(super) fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, T
     }
     let items = page.hits.iter().filter_map(Locator::of_hit);
     Ok(ToolOutput::new(text, &page).with_items(items))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_results_header_is_told_from_a_result() {
+        assert!(is_results_header("5 results for the query in commit:"));
+        assert!(is_results_header("1 result for the query:"));
+        assert!(is_results_header("Results 6 to 10 for the query:"));
+        assert!(!is_results_header("1. [code] crates/a.rs:3"));
+        assert!(!is_results_header(
+            "25 issues labelled Wallet, opened by sjors."
+        ));
+    }
 }

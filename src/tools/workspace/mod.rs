@@ -24,6 +24,7 @@ pub use files::{
     ListDirectory, ListDirectoryInput, ListRepositories, ListRepositoriesInput, ReadFile,
     ReadFileInput,
 };
+pub use format::is_results_header;
 pub use history::{
     ListMembers, ListMembersInput, SearchCommits, SearchCommitsInput, ShowCommit, ShowCommitInput,
     WhoChanged, WhoChangedInput,
