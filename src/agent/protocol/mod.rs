@@ -18,6 +18,7 @@ mod text;
 mod thought;
 mod tool_calls;
 mod write;
+pub(crate) use write::spaced;
 
 use serde_json::{Map, Value};
 
