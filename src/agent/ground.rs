@@ -295,6 +295,27 @@ pub fn asks_yes_or_no(task: &str) -> bool {
     false
 }
 
+/// Phrases of a task that asks where a value is set or a name defined ("the default …, and
+/// where is it set?", "which file defines it?", "where does that number come from?").
+const WHERE_SET: &[&str] = &[
+    "default",
+    "defaults",
+    "defined",
+    "defines",
+    "define",
+    "is set",
+    "is it set",
+    "are set",
+    "come from",
+    "comes from",
+];
+
+/// Whether the task asks where a value is set or a name is defined.
+pub fn asks_where_set(task: &str) -> bool {
+    let w = words(task);
+    WHERE_SET.iter().any(|p| says(&w, p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,4 +428,15 @@ mod tests {
         assert!(asks_yes_or_no("Is the limit set in config.rs still?"));
     }
 
+    #[test]
+    fn a_task_asks_where_a_value_is_set_in_its_own_words() {
+        assert!(asks_where_set(
+            "What is the default capacity of the line buffer, and which file defines it?"
+        ));
+        assert!(asks_where_set(
+            "How big is the cache, and where does that number come from?"
+        ));
+        assert!(!asks_where_set("Which pull request fixed the crash?"));
+        assert!(!asks_where_set("Who reset the settings file last?"));
+    }
 }

@@ -19,6 +19,7 @@ mod decision;
 mod dispatch;
 pub mod events;
 pub mod first;
+mod follow;
 pub mod grammar;
 mod ground;
 pub mod hooks;

@@ -134,9 +134,10 @@ pub enum Origin {
     Model,
     /// Burrow's search of the workspace with the task, before the model's first step.
     Search,
-    /// The model's choice of the run's first call, made apart from the run under a grammar
-    /// of the workspace's values (`agent/route.rs`): a list, a count, a history, a
-    /// definition, or the search with the task.
+    /// A call the model chose apart from the run under a grammar of the workspace's values:
+    /// the run's first (`agent/route.rs`: a list, a count, a history, a definition, or the
+    /// search with the task), or a name of an opened file followed to its definition
+    /// (`agent/follow.rs`).
     Route,
     /// Burrow's opening of one of that search's leading matches.
     Open,

@@ -249,18 +249,16 @@ impl Agent<'_> {
 }
 
 impl Agent<'_> {
-    /// Whether the model's next step is its answer: the run's first step was its route to a
-    /// list, a count, a history or a definition, and the call went through. That call is the
-    /// task's whole plan; a route that failed leaves the loop to go on as usual.
+    /// Whether the model's next step is its answer: its last step was a call it chose apart
+    /// from the run (its route to a list, a count, a history or a definition, or a hop from an
+    /// opened file to a definition), and the call went through. That call completes the
+    /// task's plan; one that failed leaves the loop to go on as usual.
     pub(super) fn routed_answer_due(state: &RunState) -> bool {
-        match state.steps.as_slice() {
-            [route] => {
-                route.origin == Origin::Route
-                    && route.error.is_none()
-                    && route.action.as_ref().is_some_and(|a| a.tool != SEARCH)
-            }
-            _ => false,
-        }
+        state.steps.last().is_some_and(|last| {
+            last.origin == Origin::Route
+                && last.error.is_none()
+                && last.action.as_ref().is_some_and(|a| a.tool != SEARCH)
+        })
     }
 }
 

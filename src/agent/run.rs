@@ -57,6 +57,9 @@ pub(super) enum Phase {
     Open(Action),
     /// The model says whether this match, just opened, answers the task.
     Check(Locator),
+    /// The model follows one of these names, used by the file just opened, to where it is
+    /// defined, or answers from the file.
+    Follow(Vec<String>),
     /// The model takes a step of its own.
     Model,
 }
@@ -277,6 +280,7 @@ impl<'a> Agent<'a> {
                 Phase::Search => self.search_first(&mut state, on_event),
                 Phase::Open(action) => self.open_match(&mut state, action, on_event),
                 Phase::Check(item) => self.check(&mut state, item, cancel, on_event),
+                Phase::Follow(names) => self.follow(&mut state, names, cancel, on_event),
                 Phase::Model => self.step(&mut state, cancel, on_event),
             };
             match next {
@@ -309,6 +313,8 @@ impl<'a> Agent<'a> {
             Phase::Open(open)
         } else if let Some(item) = self.check_due(state) {
             Phase::Check(item)
+        } else if let Some(names) = self.follow_due(state) {
+            Phase::Follow(names)
         } else {
             Phase::Model
         }

@@ -35,6 +35,9 @@ pub(super) struct RunState {
     /// so it must not change for the KV cache to be reused. Tools the toolbelt adds later are
     /// described in the observation that adds them.
     pub system: Option<String>,
+    /// The model was asked whether to follow a name of an opened file (`agent/follow.rs`):
+    /// it is asked once a run.
+    pub followed: bool,
 }
 
 /// A call the run made, for the loop guard and for results it need not show twice.
@@ -71,6 +74,7 @@ impl RunState {
             handle,
             max_steps,
             system: None,
+            followed: false,
         }
     }
 

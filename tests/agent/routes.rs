@@ -313,3 +313,181 @@ fn a_yes_or_no_task_is_answered_with_a_verdict_before_the_quote() {
     assert!(!g.accepts(&answer(quote)).unwrap());
     assert!(!g.accepts(&answer(&format!("{quote} No."))).unwrap());
 }
+
+/// Search by words, whose best match is a file that uses a default set elsewhere.
+#[derive(Default, Clone)]
+struct CodeSearch;
+
+impl Tool for CodeSearch {
+    const NAME: &'static str = "search";
+    type Input = crate::support::SearchInput;
+    fn run(&self, _: crate::support::SearchInput) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(
+            "2 results for the query:\n1. [code] acme/app src/search.rs:225\n2. [code] acme/app src/other.rs:3",
+            (),
+        )
+        .with_items([
+            Locator::file("acme/app", "src/search.rs", Some(225)),
+            Locator::file("acme/app", "src/other.rs", Some(3)),
+        ]))
+    }
+}
+
+/// Read a file.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct ReadFileInput {
+    /// The path.
+    #[allow(dead_code)]
+    path: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    repo: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    start_line: Option<usize>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    end_line: Option<usize>,
+}
+
+struct ReadFile;
+
+impl Tool for ReadFile {
+    const NAME: &'static str = "read_file";
+    type Input = ReadFileInput;
+    const OPENS: Option<burrow::tools::Opens> = Some(burrow::tools::Opens {
+        argument: "path",
+        items: burrow::tools::OpensItems::File,
+    });
+    fn run(&self, _: ReadFileInput) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::new(
+            "src/search.rs (lines 224-226 of 300):\n\
+             224  if let Some(limit) = self.heap_limit {\n\
+             225      let capacity = limit.min(DEFAULT_BUFFER_CAPACITY);\n\
+             226  }",
+            (),
+        )
+        .opening(Locator::file("acme/app", "src/search.rs", Some(224))))
+    }
+}
+
+/// Find where a name is defined.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct FindSymbolInput {
+    /// The name.
+    name: String,
+}
+
+#[derive(Default, Clone)]
+struct FindSymbol(Arc<Mutex<Vec<String>>>);
+
+impl Tool for FindSymbol {
+    const NAME: &'static str = "find_symbol";
+    type Input = FindSymbolInput;
+    fn run(&self, input: FindSymbolInput) -> Result<ToolOutput, ToolError> {
+        self.0.lock().unwrap().push(input.name);
+        Ok(ToolOutput::new(
+            "`DEFAULT_BUFFER_CAPACITY` is defined in acme/app:src/buffer.rs (line 11) and used in acme/app:src/search.rs.\n\
+             acme/app:src/buffer.rs:11: const DEFAULT_BUFFER_CAPACITY: usize = 64 * (1 << 10);\n\nmore",
+            (),
+        )
+        .with_items([
+            Locator::file("acme/app", "src/buffer.rs", Some(11)),
+            Locator::file("acme/app", "src/search.rs", Some(225)),
+        ]))
+    }
+}
+
+fn follow_agent<'a>(model: &'a FakeModel, tools: &'a ToolRegistry) -> Agent<'a> {
+    Agent::new(
+        model,
+        tools,
+        AgentConfig {
+            protocol: Protocol::JsonTyped,
+            max_steps: 6,
+            route_first: true,
+            check_matches: Some(0),
+            quote_answers: Some(true),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn after_an_opened_file_the_model_follows_a_name_it_uses_to_its_definition() {
+    let found = FindSymbol::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(CodeSearch).unwrap();
+    tools.register(ReadFile).unwrap();
+    tools.register(found.clone()).unwrap();
+    let lead = "`DEFAULT_BUFFER_CAPACITY` is defined in acme/app:src/buffer.rs (line 11) and used in acme/app:src/search.rs.";
+    let value = "acme/app:src/buffer.rs:11: const DEFAULT_BUFFER_CAPACITY: usize = 64 * (1 << 10);";
+    let final_text = format!("{lead} {value}");
+    let model = FakeModel::new([
+        FakeTurn::text(r#"{"tool":"search"}"#),
+        FakeTurn::text(r#"{"tool": "find_symbol", "args": {"name": "DEFAULT_BUFFER_CAPACITY"}}"#),
+        FakeTurn::text(&Protocol::JsonTyped.write_final(
+            "Found.",
+            &["acme/app:src/buffer.rs:11"],
+            &final_text,
+        )),
+    ]);
+    let agent = follow_agent(&model, &tools);
+    let (outcome, _) = run(
+        &agent,
+        "What is the default capacity of the buffer, and which file defines it?",
+    );
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let origins: Vec<&Origin> = outcome.steps.iter().map(|s| &s.origin).collect();
+    assert_eq!(
+        origins,
+        [
+            &Origin::Route,
+            &Origin::Open,
+            &Origin::Route,
+            &Origin::Model
+        ]
+    );
+    let hop = &outcome.steps[2];
+    assert!(hop.call_by_model());
+    assert_eq!(
+        hop.action.as_ref().map(|a| a.tool.as_str()),
+        Some("find_symbol")
+    );
+    assert_eq!(*found.0.lock().unwrap(), ["DEFAULT_BUFFER_CAPACITY"]);
+    assert_eq!(outcome.final_answer.as_deref(), Some(&*final_text));
+    // The hop could take only the names the opened lines use that share the task's words.
+    let requests = model.requests();
+    let schema = requests[1].grammar.clone().unwrap();
+    assert!(schema.contains("DEFAULT_BUFFER_CAPACITY"));
+    assert!(!schema.contains("heap_limit"));
+    // The answer cites what its lead line names (where it is defined and used), not every
+    // file the run saw.
+    let answer_grammar = requests[2].grammar.clone().unwrap();
+    assert!(answer_grammar.contains("acme/app:src/buffer.rs:11"));
+    assert!(!answer_grammar.contains("src/other.rs"));
+}
+
+#[test]
+fn a_task_that_asks_for_no_definition_is_answered_from_the_opened_file() {
+    let found = FindSymbol::default();
+    let mut tools = ToolRegistry::new();
+    tools.register(CodeSearch).unwrap();
+    tools.register(ReadFile).unwrap();
+    tools.register(found.clone()).unwrap();
+    let model = FakeModel::new([
+        FakeTurn::text(r#"{"tool":"search"}"#),
+        FakeTurn::text(&Protocol::JsonTyped.write_final(
+            "Found.",
+            &["acme/app:src/search.rs:224"],
+            "src/search.rs (lines 224-226 of 300):",
+        )),
+    ]);
+    let agent = follow_agent(&model, &tools);
+    let (outcome, _) = run(&agent, "Which file caps the search's buffer at its limit?");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let origins: Vec<&Origin> = outcome.steps.iter().map(|s| &s.origin).collect();
+    assert_eq!(origins, [&Origin::Route, &Origin::Open, &Origin::Model]);
+    assert!(found.0.lock().unwrap().is_empty());
+}

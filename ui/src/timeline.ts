@@ -79,7 +79,7 @@ export function renderStep(step: StepView, open: OpenItem): HTMLElement {
         ? h("span", { class: "badge automatic", title: "Burrow took this step itself: a search with the task, then the leading matches opened one by one for the model to check" }, "step by Burrow")
         : null,
       step.routed
-        ? h("span", { class: "badge routed", title: "The model chose this first call; its filters could take only values the task names and the workspace holds" }, "first call, chosen by the model")
+        ? h("span", { class: "badge routed", title: "The model chose this call apart from the run; its arguments could take only values the task and the workspace name" }, "chosen by the model")
         : null,
       statsLine(step),
     ),

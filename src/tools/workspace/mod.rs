@@ -34,7 +34,7 @@ pub use issues::{
     SearchPullRequests, SearchPullRequestsInput,
 };
 pub use search::{CodeSearchMode, Search, SearchCode, SearchCodeInput, SearchInput};
-pub use symbols::{FindSymbol, FindSymbolInput};
+pub use symbols::{is_definer, FindSymbol, FindSymbolInput};
 
 /// Every workspace tool, over `ws`.
 pub fn workspace_tools(ws: Arc<Workspace>) -> Result<ToolRegistry, RegistryError> {

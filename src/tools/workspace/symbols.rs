@@ -26,7 +26,36 @@ pub struct FindSymbolInput {
 }
 
 /// The words that introduce a definition, in the languages indexed most.
-const DEFINERS: &str = r"(fn|struct|enum|trait|type|union|const|static|mod|macro_rules!|class|def|func|function|interface|let|var)";
+const DEFINERS: &[&str] = &[
+    "fn",
+    "struct",
+    "enum",
+    "trait",
+    "type",
+    "union",
+    "const",
+    "static",
+    "mod",
+    "macro_rules!",
+    "class",
+    "def",
+    "func",
+    "function",
+    "interface",
+    "let",
+    "var",
+];
+
+/// Whether `word` introduces a definition (`const`, `fn`, `class` …).
+pub fn is_definer(word: &str) -> bool {
+    DEFINERS.contains(&word)
+}
+
+/// `DEFINERS` as a regular expression's group.
+fn definers() -> String {
+    let words: Vec<String> = DEFINERS.iter().map(|w| regex::escape(w)).collect();
+    format!("({})", words.join("|"))
+}
 
 pub struct FindSymbol(pub Arc<Workspace>);
 
@@ -56,7 +85,7 @@ impl Tool for FindSymbol {
                 limit: MAX_LINES,
             })
         };
-        let defined = grep(format!(r"\b{DEFINERS}\s+{name}\b"))?;
+        let defined = grep(format!(r"\b{}\s+{name}\b", definers()))?;
         // `let` and `var` bind a local; they count only where nothing else defines the name.
         let strong: Vec<&GrepHit> = defined
             .hits
