@@ -156,6 +156,14 @@ impl Agent<'_> {
             cap: Some(OPENED_CHARS),
             checked: self.checks_fit(state.steps.len(), state.max_steps),
         };
+        // Once a match is opened, the results it came from are shown by their head lines
+        // alone: the opening holds what the answer needs, and the snippets were about 300 of
+        // the 1,150 tokens the default model's answer step read before its first token.
+        if state.steps.len() == 1 {
+            if let Some(search) = state.turns.last_mut() {
+                search.observation = crate::tools::workspace::without_snippets(&search.observation);
+            }
+        }
         let record = self.own_step(state, Origin::Open, thought, &action, on_event);
         self.call(state, record, Vec::new(), action, how, on_event)
     }

@@ -51,6 +51,39 @@ pub fn is_results_header(line: &str) -> bool {
     counted || (lead == "Results" && rest.contains(" for ") && rest.ends_with(':'))
 }
 
+/// `text` (a page of results as `hits_text` writes it, in whatever frame) with each result's
+/// head line and without the snippet lines under it.
+pub fn without_snippets(text: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut in_hit = false;
+    for line in text.lines() {
+        if is_hit_head(line) {
+            in_hit = true;
+        } else if in_hit && line.starts_with(SNIPPET_INDENT) {
+            continue;
+        } else {
+            in_hit = false;
+        }
+        out.push(line);
+    }
+    out.join("\n")
+}
+
+/// What `hits_text` writes before each of a result's snippet lines.
+const SNIPPET_INDENT: &str = "   ";
+
+/// `1. [code] …`: a result's head line.
+fn is_hit_head(line: &str) -> bool {
+    let Some((n, rest)) = line.split_once(". [") else {
+        return false;
+    };
+    !n.is_empty()
+        && n.chars().all(|c| c.is_ascii_digit())
+        && rest
+            .split_once("] ")
+            .is_some_and(|(kind, _)| kind.chars().all(|c| c.is_ascii_lowercase()))
+}
+
 fn hits_text(what: &str, hits: &[SearchHit], offset: usize) -> String {
     let mut out = String::new();
     if offset == 0 {
@@ -101,7 +134,7 @@ fn hits_text(what: &str, hits: &[SearchHit], offset: usize) -> String {
         }
         let _ = writeln!(out, "{head}  (repo {})", h.repo);
         for line in h.snippet.lines().take(3) {
-            let _ = writeln!(out, "   {line}");
+            let _ = writeln!(out, "{SNIPPET_INDENT}{line}");
         }
     }
     out
@@ -193,6 +226,30 @@ pub(super) fn run_search(ws: &Workspace, q: SearchQuery) -> Result<ToolOutput, T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PAGE: &str = concat!(
+        "Observation:\n2 results for the query in code:\n",
+        "1. [code] crates/a.rs:3 (2 more matches in this file)  (repo r)\n",
+        "   let x = «limit»;\n",
+        "   y();\n",
+        "2. [issue] #7 Crash [open]  (repo o/r)\n",
+        "   It «crashes».\n",
+        "Plan: [ ] 1: Search"
+    );
+
+    #[test]
+    fn a_page_without_snippets_keeps_each_results_head_and_the_frame() {
+        assert_eq!(
+            without_snippets(PAGE),
+            "Observation:\n2 results for the query in code:\n\
+1. [code] crates/a.rs:3 (2 more matches in this file)  (repo r)\n\
+2. [issue] #7 Crash [open]  (repo o/r)\n\
+Plan: [ ] 1: Search"
+        );
+        // Text that is no page of results is left as it is.
+        let file = "src/a.rs (lines 1-2 of 2):\n1  fn a() {\n2     }";
+        assert_eq!(without_snippets(file), file);
+    }
 
     #[test]
     fn a_results_header_is_told_from_a_result() {

@@ -24,7 +24,7 @@ pub use files::{
     ListDirectory, ListDirectoryInput, ListRepositories, ListRepositoriesInput, ReadFile,
     ReadFileInput,
 };
-pub use format::is_results_header;
+pub use format::{is_results_header, without_snippets};
 pub use history::{
     ListMembers, ListMembersInput, SearchCommits, SearchCommitsInput, ShowCommit, ShowCommitInput,
     WhoChanged, WhoChangedInput,
