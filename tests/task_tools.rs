@@ -352,8 +352,8 @@ fn a_name_is_found_where_it_is_defined_and_where_it_is_used() {
     let out = text(&f, "find_symbol", json!({"name": "parse_header"}));
     assert!(
         out.starts_with(
-            "`parse_header` is defined in app:src/parse.rs (line 1) and used in app:src/main.rs.\n\
-             app:src/parse.rs:1: pub fn parse_header(s: &str) -> usize {\n\n"
+            "`parse_header` is defined in app:src/parse.rs (line 1) as \
+             `pub fn parse_header(s: &str) -> usize {`, and used in app:src/main.rs.\n\n"
         ),
         "{out}"
     );

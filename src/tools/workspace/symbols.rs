@@ -136,20 +136,24 @@ impl Tool for FindSymbol {
             .iter()
             .find(|(r, p, _)| !defining.contains(&(r.as_str(), p.as_str())));
         if let Some(d) = definitions.first() {
+            // With the defining line (a constant's value, a function's signature): an answer
+            // quotes the first line whole, and Qwen2.5-Coder-0.5B quoted no second one.
             let _ = write!(
                 out,
-                "`{name}` is defined in {}:{} (line {})",
-                d.repo, d.path, d.line
+                "`{name}` is defined in {}:{} (line {}) as `{}`",
+                d.repo,
+                d.path,
+                d.line,
+                clip(&d.text)
             );
             match first_user {
                 Some((r, p, _)) => {
-                    let _ = writeln!(out, " and used in {r}:{p}.");
+                    let _ = writeln!(out, ", and used in {r}:{p}.");
                 }
                 None => out.push_str(".\n"),
             }
-            // The defining line too (a constant's value, a function's signature); a blank line
-            // ends the head, which is what an answer quotes.
-            let _ = writeln!(out, "{}:{}:{}: {}\n", d.repo, d.path, d.line, clip(&d.text));
+            // A blank line ends the head, which is what an answer quotes.
+            out.push('\n');
         }
         if definitions.is_empty() {
             let _ = writeln!(out, "No definition of `{name}` in the indexed files.");
