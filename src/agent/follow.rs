@@ -171,15 +171,26 @@ fn read_follow(output: &str, names: &[String]) -> Option<String> {
 /// two words or more (`DEFAULT_BUFFER_CAPACITY`, `heap_limit`, `LineBuffer`), in the order
 /// first used. The observation's first line (the path and line numbers) is not code.
 pub(super) fn names_used(observation: &str) -> Vec<String> {
-    let code: Vec<&str> = observation
-        .lines()
-        .skip(1)
+    let mut code: Vec<&str> = Vec::new();
+    for line in observation.lines().skip(1) {
         // `  225  code`: the line number read_file writes before each line.
-        .map(|l| {
-            l.trim_start()
-                .trim_start_matches(|c: char| c.is_ascii_digit())
-        })
-        .collect();
+        let line = line
+            .trim_start()
+            .trim_start_matches(|c: char| c.is_ascii_digit());
+        // Where the observation was cut, the text before the mark ends mid-word
+        // (`args.regex_size_li`): that word is no name.
+        if let Some(mark) = crate::notes::cut_marks().and_then(|re| re.find(line)) {
+            let before = &line[..mark.start()];
+            if !before.trim().is_empty() {
+                code.push(before);
+            }
+            if let Some(last) = code.last_mut() {
+                *last = last.trim_end_matches(|c: char| c.is_alphanumeric() || c == '_');
+            }
+            break;
+        }
+        code.push(line);
+    }
     let code = code.join("\n");
     let mut names: Vec<String> = Vec::new();
     for word in code.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
@@ -293,6 +304,13 @@ mod tests {
                 "LineBufferReader"
             ]
         );
+    }
+
+    #[test]
+    fn a_word_cut_short_with_the_observation_is_not_offered() {
+        let cut = "a.rs (lines 1-2 of 9):\n1  let x = DEFAULT_LIMIT;\n2  args.regex_size_li\n\
+                   [cut: 60 of 90 characters shown]\nIf this answers the task, say so.";
+        assert_eq!(names_used(cut), ["DEFAULT_LIMIT"]);
     }
 
     #[test]
