@@ -101,17 +101,20 @@ impl RunState {
 
     /// Every item the run's observations showed, each once, in the order first seen.
     /// The lines an answer may quote (see `AgentConfig::quote_answers`): those of the last
-    /// observation's head, up to its first blank line (an opened issue's title, state,
+    /// tool result's head, up to its first blank line (an opened issue's title, state,
     /// reviews and fixes, not its description; a commit's hash, author and releases, not its
     /// diff), or, where it has none, its first `QUOTES` lines (a list, a file's lines); without
     /// Burrow's notes, a results page's header, cut marks or match marks, each at most
     /// `QUOTE_CHARS` long. An answer starts with the first. Offered the
     /// description too, Qwen2.5-Coder-0.5B quoted it instead of who approved the change.
     pub fn quotable(&self) -> Vec<String> {
+        // A tool's result: not Burrow's note on a refused step, which an answer quoted whole
+        // ("The final answer was refused: the plan still has open items…").
         let Some(text) = self
             .steps
             .iter()
             .rev()
+            .filter(|s| s.action.is_some() && s.error.is_none())
             .find_map(|s| s.observation.as_deref())
         else {
             return Vec::new();
@@ -226,5 +229,37 @@ pub(super) fn plan_text(plan: &TodoList) -> String {
         String::new()
     } else {
         plan.render()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::record::ActionRecord;
+
+    #[test]
+    fn an_answer_quotes_the_last_tool_result_not_a_refusal() {
+        let mut state = RunState::new("Which PR fixed it?", Vec::new(), false, None, 6);
+        state.steps.push(StepRecord {
+            action: Some(ActionRecord {
+                tool: "get_pull_request".into(),
+                args: Map::new(),
+            }),
+            observation: Some("Pull request #757: Add wallet name\nApproved by: A\n\nBody".into()),
+            ..Default::default()
+        });
+        state.steps.push(StepRecord {
+            final_answer: None,
+            error: Some("final answer refused: the plan has open items".into()),
+            observation: Some(
+                "The final answer was refused: the plan still has open items.".into(),
+            ),
+            answer_refused: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            state.quotable(),
+            ["Pull request #757: Add wallet name", "Approved by: A"]
+        );
     }
 }
