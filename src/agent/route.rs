@@ -277,6 +277,16 @@ fn by_task_words(a: Action, task: &str) -> Action {
         return a;
     }
     let mut args = first_search(task);
+    // A kind the task names itself ("which file…") wins over the route's: routed to commits,
+    // "which file has the function that asks for the machine's name" found the commit that
+    // added it, not the file.
+    let named_kinds = args.get("kinds").and_then(Value::as_array).cloned();
+    if named_kinds.is_some_and(|k| !k.iter().any(|n| n == kind)) {
+        return Action {
+            tool: SEARCH.to_string(),
+            args,
+        };
+    }
     args.insert("kinds".into(), json!([kind]));
     Action {
         tool: SEARCH.to_string(),
@@ -487,6 +497,16 @@ mod tests {
         assert_eq!(a.tool, SEARCH);
         assert_eq!(a.args["query"], task);
         assert_eq!(a.args["kinds"], json!(["pr"]));
+        // A kind the task names wins: a file is not searched for among commits.
+        let file_task = "Which file has the function that reads the host name?";
+        let commits = read_route(
+            r#"{"tool":"search_commits","args":{"query":"host"}}"#,
+            ROUTED,
+        )
+        .expect("a routed call");
+        let a = by_task_words(commits, file_task);
+        assert_eq!(a.tool, SEARCH);
+        assert_eq!(a.args["kinds"], json!(["code"]));
         // With a filter, the call is the model's.
         let filtered = read_route(
             r#"{"tool":"search_commits","args":{"query":"hyperlinks","author":"Lucas"}}"#,
