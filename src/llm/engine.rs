@@ -327,6 +327,10 @@ pub enum StopReason {
     Cancelled,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 /// What one call cost, in tokens and time.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
@@ -334,6 +338,10 @@ pub struct Usage {
     /// Prompt tokens whose KV entries were reused from the previous call.
     pub cached_tokens: usize,
     pub generated_tokens: usize,
+    /// Generated tokens the grammar forced (a schema's keys, a constant), evaluated in one
+    /// batch with the token before them rather than in a decode step each.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub forced_tokens: usize,
     /// Preparing the request before the model runs: rendering and tokenizing the prompt,
     /// compiling the grammar. Part of the time to first token.
     #[serde(default)]
@@ -358,7 +366,7 @@ impl Usage {
         }
     }
 
-    /// Generated tokens per second after the first (each needs one decode step).
+    /// Generated tokens per second after the first (forced ones included).
     pub fn decode_tokens_per_s(&self) -> f64 {
         let n = self.generated_tokens.saturating_sub(1) as f64;
         if self.decode_ms > 0.0 {

@@ -131,6 +131,56 @@ fn grammar_constrained_output_parses() {
     }
 }
 
+/// Text the grammar leaves no choice in (a schema's keys, a constant it quotes) is evaluated
+/// in batches, and the output is what decoding it token by token would give: the constant
+/// whole, the rest free, all of it valid.
+#[test]
+fn text_the_grammar_forces_is_evaluated_in_batches() {
+    let (_g, model) = common::model();
+    let quote = "Issue #907 in bitcoin-core/gui: rpc console, filtered commands replaced";
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "lead": {"const": quote},
+            "verdict": {"enum": ["yes", "no"]},
+            "note": {"type": "string", "maxLength": 30}
+        },
+        "required": ["lead", "verdict", "note"]
+    });
+    let c = model
+        .generate(
+            GenerateRequest::new(chat("Describe issue 907 as JSON."))
+                .sampling(SamplingParams::greedy())
+                .grammar(Grammar::JsonSchema(schema))
+                .max_tokens(120),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&c.text).expect("output is JSON");
+    assert_eq!(v["lead"], quote, "{}", c.text);
+    assert!(v["note"].is_string(), "{}", c.text);
+    let forced = c.usage.forced_tokens;
+    assert!(
+        forced >= 10 && forced < c.usage.generated_tokens,
+        "{forced} of {} tokens forced: {}",
+        c.usage.generated_tokens,
+        c.text
+    );
+
+    // Free text has nothing forced.
+    let free = model
+        .generate(
+            GenerateRequest::new(chat("Describe Paris."))
+                .sampling(SamplingParams::greedy())
+                .max_tokens(20),
+        )
+        .unwrap()
+        .complete()
+        .unwrap();
+    assert_eq!(free.usage.forced_tokens, 0);
+}
+
 #[test]
 fn cancellation_stops_within_a_token() {
     let (_g, model) = common::model();

@@ -230,7 +230,7 @@ impl<'m> Worker<'m> {
         let mut decode_start: Option<Instant> = None;
         let mut piece = Vec::new();
         let mut generated: Vec<(LlamaToken, Vec<u8>)> = Vec::new();
-        let reason = loop {
+        let reason = 'decode: loop {
             if sink.is_cancelled() {
                 break StopReason::Cancelled;
             }
@@ -249,17 +249,51 @@ impl<'m> Worker<'m> {
             if self.model.vocab().is_eog(token) {
                 break StopReason::EndOfTurn;
             }
-            usage.generated_tokens += 1;
-            piece.clear();
-            self.model
-                .vocab()
-                .token_to_piece_into(token, &mut piece, false, None);
-            let step = stops.push(&utf8.push(&piece));
-            if !step.emit.is_empty() && !sink.send(GenerationEvent::Token(step.emit)) {
-                break StopReason::Cancelled;
+            // The tokens this round decodes: the sampled one, then those the grammar forces
+            // after it, evaluated in one batch as a prefill is instead of a decode each.
+            let room = [
+                max_tokens.map_or(usize::MAX, |m| m.saturating_sub(usage.generated_tokens + 1)),
+                n_ctx.saturating_sub(self.cached.len() + 1),
+                self.n_batch.saturating_sub(1),
+            ]
+            .into_iter()
+            .min()
+            .unwrap_or(0);
+            let mut round = vec![token];
+            let mut grammar_done = grammar_done;
+            if let (false, Some(Constraint::Guidance(m))) = (grammar_done, constraint.as_mut()) {
+                let forced = match self.forced(m, room) {
+                    Ok(f) => f,
+                    Err(e) => {
+                        usage.decode_ms = decode_start.map(ms).unwrap_or(0.0);
+                        return (usage, Err(e));
+                    }
+                };
+                for &t in &forced {
+                    chain.accept(t);
+                    if let Some(g) = greedy.as_mut() {
+                        g.accept(t);
+                    }
+                }
+                grammar_done = m.is_stopped();
+                usage.forced_tokens += forced.len();
+                round.extend(forced);
             }
-            if step.stopped.is_some() {
-                break StopReason::StopString;
+            let mut pieces = Vec::with_capacity(round.len());
+            for &t in &round {
+                usage.generated_tokens += 1;
+                piece.clear();
+                self.model
+                    .vocab()
+                    .token_to_piece_into(t, &mut piece, false, None);
+                let step = stops.push(&utf8.push(&piece));
+                pieces.push(piece.clone());
+                if !step.emit.is_empty() && !sink.send(GenerationEvent::Token(step.emit)) {
+                    break 'decode StopReason::Cancelled;
+                }
+                if step.stopped.is_some() {
+                    break 'decode StopReason::StopString;
+                }
             }
             if grammar_done {
                 break StopReason::EndOfTurn;
@@ -267,25 +301,31 @@ impl<'m> Worker<'m> {
             if max_tokens.is_some_and(|m| usage.generated_tokens >= m) {
                 break StopReason::MaxTokens;
             }
-            if self.cached.len() >= n_ctx {
+            if self.cached.len() + round.len() > n_ctx {
                 break StopReason::ContextFull;
             }
             self.batch.clear();
-            if let Err(e) = self.batch.add(token, self.cached.len() as i32, &[0], true) {
-                return (
-                    usage,
-                    Err(LlmError::Decode {
-                        reason: e.to_string(),
-                    }),
-                );
+            let last = round.len() - 1;
+            for (i, &t) in round.iter().enumerate() {
+                if let Err(e) = self
+                    .batch
+                    .add(t, (self.cached.len() + i) as i32, &[0], i == last)
+                {
+                    return (
+                        usage,
+                        Err(LlmError::Decode {
+                            reason: e.to_string(),
+                        }),
+                    );
+                }
             }
             if let Err(e) = self.decode_batch() {
                 usage.decode_ms = decode_start.map(ms).unwrap_or(0.0);
                 return (usage, Err(e));
             }
-            self.cached.push(token);
-            generated.push((token, piece.clone()));
-            logits_row = 0;
+            self.cached.extend_from_slice(&round);
+            generated.extend(round.into_iter().zip(pieces));
+            logits_row = last as i32;
         };
         if self.cached.len() == tokens.len() + generated.len() {
             *lock(&self.last) = Some(LastSequence {
@@ -304,6 +344,40 @@ impl<'m> Worker<'m> {
             }
         }
         (usage, Ok(reason))
+    }
+
+    /// The tokens the grammar forces next, consumed by `m`: at most `room`, none unless at
+    /// least two are forced. The forced text is tokenized as plain text (it may quote the
+    /// workspace) and its last token is left to the model, which may join it to what follows.
+    fn forced(
+        &self,
+        m: &mut llguidance::Matcher,
+        room: usize,
+    ) -> Result<Vec<LlamaToken>, LlmError> {
+        if room == 0 {
+            return Ok(Vec::new());
+        }
+        let bytes = m.compute_ff_bytes();
+        if bytes.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let whole = match std::str::from_utf8(&bytes) {
+            Ok(_) => bytes.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        let mut tokens = self.model.vocab().tokenize(&bytes[..whole], false, false);
+        tokens.pop();
+        tokens.truncate(room);
+        let ids: Vec<u32> = tokens.iter().map(|t| t.0 as u32).collect();
+        // Only what the grammar takes: a tokenizer that adds a space in front, say, is refused
+        // at its first token.
+        let taken = m.try_consume_tokens(&ids).map_err(|e| {
+            LlmError::Grammar(GrammarError::Constraint {
+                reason: e.to_string(),
+            })
+        })?;
+        tokens.truncate(taken);
+        Ok(tokens)
     }
 
     /// How many of `tokens` the cache holds already, from the start.

@@ -457,6 +457,8 @@ fn usage_of(progress: &Progress, started: Instant, setup_ms: f64, constrained: b
         prompt_tokens,
         cached_tokens: cached,
         generated_tokens: generated,
+        // A server does not say what its grammar forced.
+        forced_tokens: 0,
         setup_ms,
         prefill_ms: num(t, "prompt_ms").unwrap_or((ttft - setup_ms).max(0.0)),
         decode_ms: num(t, "predicted_ms")
