@@ -157,11 +157,17 @@ impl Agent<'_> {
             checked: self.checks_fit(state.steps.len(), state.max_steps),
         };
         // Once a match is opened, the results it came from are shown by their head lines
-        // alone: the opening holds what the answer needs, and the snippets were about 300 of
-        // the 1,150 tokens the default model's answer step read before its first token.
+        // alone, without the note on what to do with them: the opening holds what the answer
+        // needs, and the snippets and notes were about 350 of the 1,150 tokens the default
+        // model's answer step read before its first token.
         if state.steps.len() == 1 {
             if let Some(search) = state.turns.last_mut() {
-                search.observation = crate::tools::workspace::without_snippets(&search.observation);
+                let heads = crate::tools::workspace::without_snippets(&search.observation);
+                search.observation = heads
+                    .lines()
+                    .filter(|l| l.trim() != notes::AFTER_SEARCH)
+                    .collect::<Vec<_>>()
+                    .join("\n");
             }
         }
         let record = self.own_step(state, Origin::Open, thought, &action, on_event);

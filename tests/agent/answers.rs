@@ -244,7 +244,7 @@ fn unchecked_agent<'a>(model: &'a FakeModel, tools: &'a ToolRegistry, p: Protoco
 /// for it (a real step the model reads, not one it must think of), and the model's first
 /// prompt holds that item's text; the open tool takes only numbers the run has seen.
 #[test]
-fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
+fn burrow_opens_the_first_searchs_best_match_before_the_model_steps_and_drops_its_note() {
     let search = Search::default();
     let get = GetIssue::default();
     let mut tools = ToolRegistry::new();
@@ -270,6 +270,12 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps() {
         .prompt
         .contains("Closing the window while a rescan runs"));
     assert!(requests[0].prompt.contains("cite acme/app#918"));
+    // The results stay as head lines; the note on what to do with them is gone once Burrow
+    // has opened one.
+    assert!(requests[0]
+        .prompt
+        .contains("2. [code] acme/app src/wallet.rs:12"));
+    assert!(!requests[0].prompt.contains(burrow::notes::AFTER_SEARCH));
     // Opened once, #918 is not offered again (with or without its repository); a number the
     // run never saw never was. With no issue left to open, get_issue is out of the grammar.
     let g =

@@ -52,21 +52,38 @@ pub fn is_results_header(line: &str) -> bool {
 }
 
 /// `text` (a page of results as `hits_text` writes it, in whatever frame) with each result's
-/// head line and without the snippet lines under it.
+/// head line, without the snippet lines under it or the count of its other matches.
 pub fn without_snippets(text: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     let mut in_hit = false;
     for line in text.lines() {
         if is_hit_head(line) {
             in_hit = true;
+            out.push(without_also_note(line));
+            continue;
         } else if in_hit && line.starts_with(SNIPPET_INDENT) {
             continue;
         } else {
             in_hit = false;
         }
-        out.push(line);
+        out.push(line.to_string());
     }
     out.join("\n")
+}
+
+/// A head line without its ` (N more matches in this …)`.
+fn without_also_note(head: &str) -> String {
+    let Some(at) = head.find(" more match") else {
+        return head.to_string();
+    };
+    let open = head[..at].rfind(" (");
+    let close = head[at..].find(')').map(|c| at + c + 1);
+    match (open, close) {
+        (Some(o), Some(c)) if head[o + 2..at].chars().all(|ch| ch.is_ascii_digit()) => {
+            format!("{}{}", &head[..o], &head[c..])
+        }
+        _ => head.to_string(),
+    }
 }
 
 /// What `hits_text` writes before each of a result's snippet lines.
@@ -238,11 +255,11 @@ mod tests {
     );
 
     #[test]
-    fn a_page_without_snippets_keeps_each_results_head_and_the_frame() {
+    fn a_page_without_snippets_keeps_each_results_head_and_the_frame_but_no_match_counts() {
         assert_eq!(
             without_snippets(PAGE),
             "Observation:\n2 results for the query in code:\n\
-1. [code] crates/a.rs:3 (2 more matches in this file)  (repo r)\n\
+1. [code] crates/a.rs:3  (repo r)\n\
 2. [issue] #7 Crash [open]  (repo o/r)\n\
 Plan: [ ] 1: Search"
         );
