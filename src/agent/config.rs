@@ -201,4 +201,22 @@ mod tests {
             2
         );
     }
+
+    #[test]
+    fn quoting_follows_the_models_catalogue_entry_unless_the_run_says() {
+        let small = model("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
+        let unknown = model("someone-elses-model.gguf");
+        assert!(AgentConfig::default().quote_answers_for(&small));
+        assert!(!AgentConfig::default().quote_answers_for(&unknown));
+        let off = AgentConfig {
+            quote_answers: Some(false),
+            ..Default::default()
+        };
+        assert!(!off.quote_answers_for(&small));
+        let on = AgentConfig {
+            quote_answers: Some(true),
+            ..Default::default()
+        };
+        assert!(on.quote_answers_for(&unknown));
+    }
 }

@@ -58,6 +58,10 @@ pub struct EvalArgs {
     /// default: what the model's catalogue entry says, else 3).
     #[arg(long, value_name = "N")]
     pub check_matches: Option<usize>,
+    /// Whether final answers start with lines quoted whole from what the tools returned, then
+    /// the model's own words (default: what the model's catalogue entry says, else false).
+    #[arg(long, value_name = "BOOL")]
+    pub quote_answers: Option<bool>,
     /// Show the model a worked example of a run in its protocol's format.
     #[arg(long)]
     pub few_shot: bool,
@@ -282,6 +286,7 @@ fn each_model_and_protocol(
                 search_first: !args.no_search_first,
                 route_first: !args.no_route,
                 check_matches: args.check_matches,
+                quote_answers: args.quote_answers,
                 few_shot: args.few_shot,
                 task_context: app.task_context()?,
                 ..Default::default()
