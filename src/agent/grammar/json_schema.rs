@@ -57,7 +57,7 @@ pub(super) fn json_typed(tools: &[ToolSpec], shape: StepShape) -> Value {
             object(
                 with_patch(vec![
                     ("type", json!({"const": "final"})),
-                    ("thinking", string()),
+                    ("thinking", thought(&shape, true)),
                     ("citations", citations_schema(&shape)),
                     ("final", answer_string(&shape)),
                 ]),

@@ -235,18 +235,28 @@ fn opened_is(opened: &Value, value: &Value) -> bool {
 /// Citations a final answer may list.
 pub const CITATIONS: u64 = 3;
 
+/// Characters the thought before a quoting answer may take: the answer leads with what it
+/// quotes, so the thought only says why that answers. Qwen2.5-Coder-0.5B filled 250 of the 400
+/// a thought may take with the opened issue's body, 2.4 s of a 13 s lookup.
+const QUOTING_THOUGHT_CHARS: u64 = 160;
+
 /// The thought of a step's form: `string()`, or when the step decides (see
 /// `StepShape::decide`) the decision that leads to this form, `Yes` for the final answer.
 fn thought(shape: &StepShape<'_>, answers: bool) -> Value {
+    let chars = if answers && !shape.quotes.is_empty() {
+        QUOTING_THOUGHT_CHARS
+    } else {
+        THOUGHT_CHARS
+    };
     match shape.decide {
-        None => string(),
+        None => bounded_thought(chars),
         Some(cite) => json!({
             "type": "string",
             "pattern": format!(
                 "^{}{}[^\\n]{{0,{}}}$",
                 regex_literal(&decide_question(cite)),
                 if answers { "Yes" } else { "No" },
-                THOUGHT_CHARS - 1
+                chars - 1
             ),
         }),
     }
@@ -255,9 +265,13 @@ fn thought(shape: &StepShape<'_>, answers: bool) -> Value {
 /// A thought: one bounded line that starts with a letter or a digit. Small models otherwise
 /// start a thought with what the last step's JSON left in their head (`...},`).
 fn string() -> Value {
+    bounded_thought(THOUGHT_CHARS)
+}
+
+fn bounded_thought(chars: u64) -> Value {
     json!({
         "type": "string",
-        "pattern": format!("^[\\p{{L}}\\p{{N}}][^\\n]{{0,{}}}$", THOUGHT_CHARS - 1),
+        "pattern": format!("^[\\p{{L}}\\p{{N}}][^\\n]{{0,{}}}$", chars - 1),
     })
 }
 

@@ -991,3 +991,46 @@ mod mcp_schemas {
         assert!(registry.specs().is_empty());
     }
 }
+
+/// A quoting answer's thought is short (its lead says what was found); a call's thought, and
+/// an answer that quotes nothing, keep the usual bound.
+#[test]
+fn the_thought_before_a_quoting_answer_is_short() {
+    let quotes = ["Issue #907 in o/r: Wallet crashes".to_string()];
+    let cites = ["o/r#907".to_string()];
+    let grammar = |quotes: &[String]| {
+        step_grammar(
+            Protocol::JsonTyped,
+            &tools(),
+            StepShape {
+                allow_final: true,
+                cites: &cites,
+                quotes,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    };
+    let answer = |thought: &str, text: &str| {
+        crate::agent::protocol::spaced(&serde_json::json!({
+            "type": "final",
+            "thinking": thought,
+            "citations": ["o/r#907"],
+            "final": text,
+        }))
+    };
+    let short = "It answers the task.";
+    let long = "It answers the task, ".repeat(10);
+    let quoting = grammar(&quotes);
+    let lead = "Issue #907 in o/r: Wallet crashes";
+    assert!(quoting.accepts(&answer(short, lead)).unwrap());
+    assert!(!quoting.accepts(&answer(long.trim(), lead)).unwrap());
+    let call = crate::agent::protocol::spaced(&serde_json::json!({
+        "type": "tool",
+        "thinking": long.trim(),
+        "tool_name": "calculate",
+        "tool_args": {"expression": "1+1"},
+    }));
+    assert!(quoting.accepts(&call).unwrap(), "{call}");
+    assert!(grammar(&[]).accepts(&answer(long.trim(), lead)).unwrap());
+}
