@@ -152,8 +152,12 @@ impl Agent<'_> {
         } else {
             OPEN_NEXT_THOUGHT
         };
+        let cap = match action.tool.as_str() {
+            "get_issue" | "get_pull_request" | "show_commit" => HEADED_OPENED_CHARS,
+            _ => OPENED_CHARS,
+        };
         let how = CallShape {
-            cap: Some(OPENED_CHARS),
+            cap: Some(cap),
             checked: self.checks_fit(state.steps.len(), state.max_steps),
         };
         // Once a match is opened, the results it came from are shown by their head lines
@@ -344,6 +348,12 @@ const OPEN_NEXT_THOUGHT: &str = "Then I open the next match to check it against 
 /// text; a commit's message and files; the lines around a match), which is where it says
 /// whether it answers, at a third of the cost of a whole observation in prefill.
 const OPENED_CHARS: usize = 1200;
+
+/// The same for an issue, a pull request or a commit, whose head line already names what a
+/// lookup answers with (a title and who fixed, merged and approved it; a summary and the first
+/// release): the start of the rest is enough to check it against the task, and the rest was a
+/// fifth of the answer step's prefill.
+const HEADED_OPENED_CHARS: usize = 800;
 
 const OPEN_THOUGHT: &str = "Then I open the best match to check it against the task.";
 

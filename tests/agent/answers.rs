@@ -286,6 +286,42 @@ fn burrow_opens_the_first_searchs_best_match_before_the_model_steps_and_drops_it
     assert_eq!(outcome.steps.len(), 3);
 }
 
+/// Opens a long issue: a head line, then a body of 3,000 characters.
+struct GetLongIssue;
+
+impl Tool for GetLongIssue {
+    const NAME: &'static str = "get_issue";
+    type Input = GetIssueInput;
+    const OPENS: Option<burrow::tools::Opens> = Some(burrow::tools::Opens {
+        argument: "number",
+        items: burrow::tools::OpensItems::Issues,
+    });
+    fn run(&self, _: GetIssueInput) -> Result<ToolOutput, ToolError> {
+        let body = "The wallet crashes when the window closes during a rescan. ".repeat(50);
+        Ok(ToolOutput::new(
+            format!("Issue #918: Wallet crashes on close\n{body}"),
+            (),
+        ))
+    }
+}
+
+/// An opened issue or pull request shows its head line and the start of its body (its head
+/// names what a lookup answers with); the rest is cut and said to be.
+#[test]
+fn an_opened_issue_shows_the_start_of_its_body() {
+    let mut tools = ToolRegistry::new();
+    tools.register(Search::default()).unwrap();
+    tools.register(GetLongIssue).unwrap();
+    let p = Protocol::JsonTyped;
+    let model = FakeModel::new([FakeTurn::text(&final_with(p, &["acme/app#918"], "#918"))]);
+    let agent = unchecked_agent(&model, &tools, p);
+    let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
+    assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+    let prompt = &model.requests()[0].prompt;
+    assert!(prompt.contains("Issue #918: Wallet crashes on close"));
+    assert!(prompt.contains("[cut: 800 of"), "{prompt}");
+}
+
 /// Issue 22: SmolLM2 opened item after item until the step limit and the run ended with no
 /// answer. The last step's grammar offers only the final answer, so a run that reaches its
 /// limit answers from what it saw; earlier steps may still call tools.

@@ -59,7 +59,7 @@ pub fn without_snippets(text: &str) -> String {
     for line in text.lines() {
         if is_hit_head(line) {
             in_hit = true;
-            out.push(without_also_note(line));
+            out.push(shortened_head(&without_also_note(line)));
             continue;
         } else if in_hit && line.starts_with(SNIPPET_INDENT) {
             continue;
@@ -69,6 +69,18 @@ pub fn without_snippets(text: &str) -> String {
         out.push(line.to_string());
     }
     out.join("\n")
+}
+
+/// Characters of a head line shown without its snippets: the number, kind, place and the
+/// title's start, enough to tell the results apart.
+const SHORT_HEAD_CHARS: usize = 100;
+
+fn shortened_head(head: &str) -> String {
+    if head.chars().count() <= SHORT_HEAD_CHARS {
+        return head.to_string();
+    }
+    let cut: String = head.chars().take(SHORT_HEAD_CHARS - 1).collect();
+    format!("{}…", cut.trim_end())
 }
 
 /// A head line without its ` (N more matches in this …)`.
@@ -262,6 +274,14 @@ mod tests {
 1. [code] crates/a.rs:3  (repo r)\n\
 2. [issue] #7 Crash [open]  (repo o/r)\n\
 Plan: [ ] 1: Search"
+        );
+        // A long head keeps its start.
+        let long = format!("1. [issue] #7 {}  (repo o/r)", "Crash ".repeat(30));
+        let short = without_snippets(&long);
+        assert!(short.starts_with("1. [issue] #7 Crash Crash"), "{short}");
+        assert!(
+            short.chars().count() <= 100 && short.ends_with('…'),
+            "{short}"
         );
         // Text that is no page of results is left as it is.
         let file = "src/a.rs (lines 1-2 of 2):\n1  fn a() {\n2     }";
