@@ -273,6 +273,7 @@ fn a_quoting_answer_starts_with_a_line_the_tools_returned() {
     assert!(!g.accepts(&answer("acme/app#9 [open] B")).unwrap());
     // The model's own words hold no control characters.
     assert!(!g.accepts(&answer(&format!("{quote} a\r\tb"))).unwrap());
+    assert!(!g.accepts(&answer(&format!("{quote} a\u{7f} b"))).unwrap());
     // Not a yes-or-no question: no verdict before the quote.
     assert!(!g.accepts(&answer(&format!("Yes. {quote}"))).unwrap());
 }

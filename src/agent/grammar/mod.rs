@@ -330,8 +330,10 @@ fn answer_string(shape: &StepShape) -> Value {
     json!({
         "type": "string",
         // No control characters in the model's own words: Qwen2.5-Coder-0.5B filled them with
-        // `\r\thidden: bool,` over and over.
-        "pattern": format!("^{verdict}{lead}{more}(?: [^\\x00-\\x1f]{{0,{QUOTED_TAIL_CHARS}}})?$"),
+        // `\r\thidden: bool,` over and over, and joined two quoted lines with a DEL.
+        "pattern": format!(
+            "^{verdict}{lead}{more}(?: [^\\x00-\\x1f\\x7f]{{0,{QUOTED_TAIL_CHARS}}})?$"
+        ),
     })
 }
 
