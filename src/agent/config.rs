@@ -39,7 +39,8 @@ pub struct AgentConfig {
     /// tools returned (held so by the grammar of the JSON protocols), then the model's own
     /// words. `None`: what the model's catalogue entry says, else no. Qwen2.5-Coder-0.5B, shown
     /// "25 issues labelled Bug, opened in 2022", answered "15 issues"; shown a commit's hash,
-    /// answered with another (issue 56).
+    /// answered with another (issue 56). Qwen2.5-Coder-1.5B, left to its own words, named the
+    /// pull request and left out who merged and approved it.
     pub quote_answers: Option<bool>,
     /// Show the model a worked example of a run in its protocol's format. Off by default:
     /// on the eval set's dev split it did not raise Qwen2.5-Coder-0.5B's accuracy (0.35 with
@@ -207,6 +208,10 @@ mod tests {
         let small = model("qwen2.5-coder-0.5b-instruct-q4_k_m.gguf");
         let unknown = model("someone-elses-model.gguf");
         assert!(AgentConfig::default().quote_answers_for(&small));
+        let bigger = model("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf");
+        assert!(AgentConfig::default().quote_answers_for(&bigger));
+        let smallest = model("SmolLM2-135M-Instruct.Q4_1.gguf");
+        assert!(!AgentConfig::default().quote_answers_for(&smallest));
         assert!(!AgentConfig::default().quote_answers_for(&unknown));
         let off = AgentConfig {
             quote_answers: Some(false),
