@@ -270,10 +270,7 @@ impl<'m> Worker<'m> {
                     }
                 };
                 for &t in &forced {
-                    chain.accept(t);
-                    if let Some(g) = greedy.as_mut() {
-                        g.accept(t);
-                    }
+                    accept(&mut chain, greedy.as_mut(), t);
                 }
                 grammar_done = m.is_stopped();
                 usage.forced_tokens += forced.len();
@@ -586,11 +583,17 @@ impl<'m> Worker<'m> {
         let token = token.ok_or_else(|| {
             rejected("the grammar allows no token at this point of the output".into())
         })?;
-        chain.accept(token);
-        if let Some(g) = greedy {
-            g.accept(token);
-        }
+        accept(chain, greedy, token);
         Ok((token, done))
+    }
+}
+
+/// A token chosen or forced: the sampler chain and its greedy mirror both see it, so their
+/// repetition windows stay the same.
+fn accept(chain: &mut LlamaSampler, greedy: Option<&mut Greedy>, token: LlamaToken) {
+    chain.accept(token);
+    if let Some(g) = greedy {
+        g.accept(token);
     }
 }
 
