@@ -271,8 +271,48 @@ fn string() -> Value {
 fn bounded_thought(chars: u64) -> Value {
     json!({
         "type": "string",
-        "pattern": format!("^[\\p{{L}}\\p{{N}}][^\\n]{{0,{}}}$", chars - 1),
+        "pattern": format!("^{}[^\\n]{{0,{}}}$", not_beginning(BURROWS_THOUGHTS, 0), chars - 1),
     })
+}
+
+/// How the thoughts of Burrow's own steps begin (its search with the task, its opening of a
+/// match): a model's thought may not begin so. Qwen2.5-Coder-0.5B, after Burrow opened a
+/// commit, wrote "Then I open the best match…" itself and opened the next results one by one
+/// to the step limit.
+const BURROWS_THOUGHTS: &[&str] = &["First I search", "Then I open"];
+
+/// A regular expression of a thought's first characters (a letter or a digit first, no line
+/// break) that do not begin as any of `prefixes`, from their character `at` on.
+fn not_beginning(prefixes: &[&str], at: usize) -> String {
+    let mut next: Vec<char> = prefixes.iter().filter_map(|p| p.chars().nth(at)).collect();
+    next.sort_unstable();
+    next.dedup();
+    let taken: String = next
+        .iter()
+        .map(|c| format!("\\x{{{:x}}}", *c as u32))
+        .collect();
+    let mut alternatives = vec![match (at, taken.is_empty()) {
+        (0, true) => "[\\p{L}\\p{N}]".to_string(),
+        (0, false) => format!("[\\p{{L}}\\p{{N}}&&[^{taken}]]"),
+        (_, _) => format!("[^\\n{taken}]"),
+    }];
+    for c in next {
+        let following: Vec<&str> = prefixes
+            .iter()
+            .filter(|p| p.chars().nth(at) == Some(c))
+            .copied()
+            .collect();
+        // A whole prefix matched: nothing may follow it.
+        if following.iter().any(|p| p.chars().count() == at + 1) {
+            continue;
+        }
+        alternatives.push(format!(
+            "{}{}",
+            regex_literal(&c.to_string()),
+            not_beginning(&following, at + 1)
+        ));
+    }
+    format!("(?:{})", alternatives.join("|"))
 }
 
 /// A final answer's citations: some of the items the run saw (at least one when the shape

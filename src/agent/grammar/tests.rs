@@ -1034,3 +1034,44 @@ fn the_thought_before_a_quoting_answer_is_short() {
     assert!(quoting.accepts(&call).unwrap(), "{call}");
     assert!(grammar(&[]).accepts(&answer(long.trim(), lead)).unwrap());
 }
+
+/// A model's thought may not begin as Burrow's own steps' thoughts do, so it does not copy
+/// Burrow's opening of a match and go on opening the next ones; any other thought is its own.
+#[test]
+fn a_models_thought_does_not_begin_as_burrows_own_steps() {
+    let grammar = step_grammar(
+        Protocol::JsonTyped,
+        &tools(),
+        StepShape {
+            allow_final: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let call = |thought: &str| {
+        crate::agent::protocol::spaced(&serde_json::json!({
+            "type": "tool",
+            "thinking": thought,
+            "tool_name": "calculate",
+            "tool_args": {"expression": "1+1"},
+        }))
+    };
+    for burrows in [
+        "Then I open the best match to check it against the task.",
+        "Then I open the next one.",
+        "First I search the workspace for the task.",
+    ] {
+        assert!(!grammar.accepts(&call(burrows)).unwrap(), "{burrows}");
+    }
+    for own in [
+        "Then I add them up.",
+        "The result names the release.",
+        "First the sum.",
+        "I open the issue it names.",
+        "42 is the count.",
+    ] {
+        assert!(grammar.accepts(&call(own)).unwrap(), "{own}");
+    }
+    // A thought still starts with a letter or a digit.
+    assert!(!grammar.accepts(&call(" Then.")).unwrap());
+}
