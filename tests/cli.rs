@@ -516,8 +516,8 @@ fn workspace_commands_search_and_tools() {
         .iter()
         .filter_map(|t| t["name"].as_str())
         .collect();
-    // The 14 workspace tools and `calculate`.
-    assert_eq!(names.len(), 15, "{names:?}");
+    // The 15 workspace tools and `calculate`.
+    assert_eq!(names.len(), 16, "{names:?}");
     assert!(names.contains(&"who_changed") && names.contains(&"calculate"));
     assert!(names.contains(&"find_symbol"));
 

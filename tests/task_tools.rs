@@ -303,6 +303,64 @@ fn a_commit_says_the_first_release_of_each_series_that_holds_it() {
 }
 
 #[test]
+fn releases_are_counted_by_series_and_dates_newest_first() {
+    let f = fixture();
+    let out = text(&f, "list_releases", json!({}));
+    assert!(
+        out.starts_with("3 releases; the latest is 1.1.0 2024-05-01.\n"),
+        "{out}"
+    );
+    let order: Vec<&str> = out.lines().skip(3).collect();
+    assert_eq!(
+        order,
+        [
+            "1.1.0 2024-05-01",
+            "lib-0.2.0 2024-03-01",
+            "1.0.0 2024-01-01"
+        ]
+    );
+    // The project's own versions, by that word or by the repository's name.
+    for own in ["versions", "app"] {
+        let out = text(&f, "list_releases", json!({"series": own}));
+        assert!(
+            out.starts_with("2 releases (the project's own versions); the latest is 1.1.0"),
+            "{own}: {out}"
+        );
+    }
+    let out = text(
+        &f,
+        "list_releases",
+        json!({"series": "lib", "since": "2024-01-01", "until": "2025-01-01"}),
+    );
+    assert!(
+        out.starts_with(
+            "1 release of lib (lib-* tags) from 2024-01-01 to 2024-12-31; the latest is lib-0.2.0"
+        ),
+        "{out}"
+    );
+    let out = text(
+        &f,
+        "list_releases",
+        json!({"series": "versions", "until": "2024-03-01"}),
+    );
+    assert!(
+        out.starts_with("1 release (the project's own versions) before 2024-03-01"),
+        "{out}"
+    );
+    // A series the repository does not tag says which it does.
+    let out = text(&f, "list_releases", json!({"series": "core"}));
+    assert_eq!(
+        out,
+        "No releases of core (core-* tags). The series of tags: lib, versions."
+    );
+    let e = f
+        .tools
+        .call("list_releases", json!({"since": "May 2024"}))
+        .expect_err("not a date");
+    assert!(e.to_string().contains("since \"May 2024\""), "{e}");
+}
+
+#[test]
 fn a_file_is_read_as_it_was_at_a_tag_or_commit() {
     let f = fixture();
     let now = text(&f, "read_file", json!({"path": "src/parse.rs"}));

@@ -126,6 +126,7 @@ fn every_tool_is_registered_with_a_description_and_a_grammar_ready_schema() {
         "get_pull_request",
         "list_members",
         "who_changed",
+        "list_releases",
         "calculate",
     ] {
         assert!(names.contains(&n.to_string()), "{n} missing");

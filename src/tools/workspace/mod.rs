@@ -4,7 +4,7 @@
 //!
 //! The tools by family: `search` for searching everything and code; `symbols` for where a name
 //! is defined and used; `files` for repositories,
-//! folders and files; `history` for commits and the people who made them; `issues` for issues and
+//! folders and files; `history` for commits and the people who made them; `releases` for tags; `issues` for issues and
 //! pull requests. `format` holds what they share: dates, limits, clipping and search results as
 //! the model reads them.
 
@@ -12,6 +12,7 @@ mod files;
 mod format;
 mod history;
 mod issues;
+mod releases;
 mod search;
 mod symbols;
 
@@ -33,6 +34,7 @@ pub use issues::{
     GetIssue, GetIssueInput, GetPullRequest, GetPullRequestInput, SearchIssues, SearchIssuesInput,
     SearchPullRequests, SearchPullRequestsInput,
 };
+pub use releases::{ListReleases, ListReleasesInput};
 pub use search::{CodeSearchMode, Search, SearchCode, SearchCodeInput, SearchInput};
 pub use symbols::{is_definer, FindSymbol, FindSymbolInput};
 
@@ -52,6 +54,7 @@ pub fn workspace_tools(ws: Arc<Workspace>) -> Result<ToolRegistry, RegistryError
     r.register(SearchPullRequests(ws.clone()))?;
     r.register(GetPullRequest(ws.clone()))?;
     r.register(ListMembers(ws.clone()))?;
-    r.register(WhoChanged(ws))?;
+    r.register(WhoChanged(ws.clone()))?;
+    r.register(ListReleases(ws))?;
     Ok(r)
 }

@@ -23,7 +23,7 @@ pub use files::{DirEntry, FileSlice, Revision};
 pub(crate) use issues::linked;
 pub use issues::{CommentDetail, IssueDetail, IssueFilter, IssueList, IssueSummary};
 pub use people::{Changer, Member};
-pub use releases::{series, Release};
+pub use releases::{series, Release, Tagged};
 pub use values::FieldValues;
 
 /// Checks a path given by the model: relative, no `..`, no root or drive prefix.

@@ -19,6 +19,16 @@ pub struct Release {
     pub tags_in_series: usize,
 }
 
+/// A tag and the commit it names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tagged {
+    pub repo: String,
+    pub tag: String,
+    /// The time of the commit the tag names.
+    pub time: i64,
+    pub hash: String,
+}
+
 /// What a tag name is a version of: its text before the first digit that starts a version
 /// (`ignore-0.4.21` → `ignore-`, `v1.2` → `v`, `14.0.0` → ``).
 pub fn series(tag: &str) -> &str {
@@ -130,6 +140,54 @@ impl Workspace {
             (own(a), a.time, &a.tag).cmp(&(own(b), b.time, &b.tag))
         });
         Ok(out)
+    }
+
+    /// The tags of one repository (any, without one named) whose commits fall from `since` up
+    /// to `until` (exclusive), newest first; of one series only when `of_series` is given (""
+    /// for the project's own versions, which takes `v1.2` too).
+    pub fn tags(
+        &self,
+        repo: Option<&str>,
+        of_series: Option<&str>,
+        since: Option<i64>,
+        until: Option<i64>,
+    ) -> Result<Vec<Tagged>, WorkspaceError> {
+        let repo_id = match repo {
+            Some(r) => Some(self.resolve_repo(Some(r))?.id),
+            None => None,
+        };
+        let conn = self.conn();
+        let mut st = conn
+            .prepare_cached(
+                "SELECT p.name, r.name, c.time, c.hash FROM refs r
+                 JOIN commits c ON c.repo_id = r.repo_id AND c.hash = r.target
+                 JOIN repos p ON p.id = r.repo_id
+                 WHERE r.kind = 'tag' AND (?1 IS NULL OR r.repo_id = ?1)
+                   AND (?2 IS NULL OR c.time >= ?2) AND (?3 IS NULL OR c.time < ?3)
+                 ORDER BY c.time DESC, r.name DESC",
+            )
+            .map_err(db_err("reading tags"))?;
+        let rows: Vec<Tagged> = st
+            .query_map(params![repo_id, since, until], |r| {
+                Ok(Tagged {
+                    repo: r.get(0)?,
+                    tag: r.get(1)?,
+                    time: r.get(2)?,
+                    hash: r.get(3)?,
+                })
+            })
+            .map_err(db_err("reading tags"))?
+            .collect::<Result<_, _>>()
+            .map_err(db_err("reading tags"))?;
+        let own = |s: &str| matches!(s, "" | "v");
+        Ok(rows
+            .into_iter()
+            .filter(|t| match of_series {
+                None => true,
+                Some(want) if own(want) => own(series(&t.tag)),
+                Some(want) => series(&t.tag) == want,
+            })
+            .collect())
     }
 
     /// The time of the commit tag `name` names, when the repository (without one named: any
