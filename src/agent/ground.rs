@@ -64,12 +64,39 @@ const TRACKER_WORDS: &[&str] = &[
 /// "tagged UX", "marked as needing a rebase".
 const LABEL_MARKS: &[&str] = &["label", "labels", "labelled", "labeled", "tagged", "marked"];
 
-/// Words before a person that make them a filter ("opened by", "from"), and after
-/// ("laanwj merged", "Andrew Gallant authored").
-const PERSON_BEFORE: &[&str] = &["by", "from"];
-const PERSON_AFTER: &[&str] = &[
-    "merge", "merged", "open", "opened", "author", "authored", "wrote", "filed", "reported",
+/// Words after a person that make them the one who opened the items ("alice reported",
+/// "did hebasto open", "furszy's pull requests": the possessive's `s`), and those that make
+/// them the one who merged them ("laanwj merged").
+const OPENER_AFTER: &[&str] = &[
+    "open",
+    "opened",
+    "opens",
+    "author",
+    "authored",
+    "wrote",
+    "write",
+    "writes",
+    "file",
+    "filed",
+    "files",
+    "report",
+    "reported",
+    "reports",
+    "create",
+    "created",
+    "submitted",
+    "s",
 ];
+const MERGER_AFTER: &[&str] = &["merge", "merged", "merges"];
+
+/// What a person named in a task did to the items it asks about.
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Opened,
+    Merged,
+    /// A commit's author: any mark names them.
+    Any,
+}
 
 /// How far (in words) a mark may stand from what it marks.
 const NEAR: usize = 4;
@@ -108,6 +135,15 @@ fn names_label(task_words: &[String], label: &str) -> bool {
     if says_near(task_words, label, LABEL_MARKS) {
         return true;
     }
+    let l = words(label);
+    let kind_of_item = !l.is_empty()
+        && (0..task_words.len().saturating_sub(l.len())).any(|i| {
+            task_words[i..i + l.len()] == l[..]
+                && LABEL_KINDS.contains(&task_words[i + l.len()].as_str())
+        });
+    if kind_of_item {
+        return true;
+    }
     words(label)
         .iter()
         .filter(|w| w.len() >= 5 && !TRACKER_WORDS.contains(&w.as_str()))
@@ -115,8 +151,9 @@ fn names_label(task_words: &[String], label: &str) -> bool {
         .is_some_and(|w| says_near(task_words, w, LABEL_MARKS))
 }
 
-/// Whether the task names `person` as a filter: "opened by X", "from X", "X merged".
-fn names_person(task_words: &[String], person: &str) -> bool {
+/// Whether the task names `person` as a filter in `role`: "opened by X", "from X", "X's", "X
+/// merged", "merged by X".
+fn names_person(task_words: &[String], person: &str, role: Role) -> bool {
     let p = words(person);
     if p.is_empty() {
         return false;
@@ -125,15 +162,31 @@ fn names_person(task_words: &[String], person: &str) -> bool {
         .filter(|&i| task_words[i..i + p.len()] == p[..])
         .any(|i| {
             let before = i.checked_sub(1).map(|b| task_words[b].as_str());
+            let before_by = i.checked_sub(2).map(|b| task_words[b].as_str());
             let after = task_words.get(i + p.len()).map(String::as_str);
-            before.is_some_and(|w| PERSON_BEFORE.contains(&w))
-                || after.is_some_and(|w| PERSON_AFTER.contains(&w))
+            let merged_by =
+                before == Some("by") && before_by.is_some_and(|w| MERGER_AFTER.contains(&w));
+            let marked_before = match before {
+                Some("from") => role != Role::Merged,
+                Some("by") => match role {
+                    Role::Merged => merged_by,
+                    Role::Opened => !merged_by,
+                    Role::Any => true,
+                },
+                _ => false,
+            };
+            let marked_after = after.is_some_and(|w| match role {
+                Role::Opened => OPENER_AFTER.contains(&w),
+                Role::Merged => MERGER_AFTER.contains(&w),
+                Role::Any => OPENER_AFTER.contains(&w) || MERGER_AFTER.contains(&w),
+            });
+            marked_before || marked_after
         })
 }
 
 /// The states a task asks to filter by, and the phrases that ask: a state said of the items
-/// the task lists ("open issues", "are still open", "closed as not planned"), not of the one
-/// it looks for ("which merged pull request fixed…").
+/// the task lists ("open issues", "are still open", "closed as not planned", "that nobody has
+/// closed yet"), not of the one it looks for ("which merged pull request fixed…").
 const STATES: &[(&str, &[&str])] = &[
     (
         "open",
@@ -141,35 +194,67 @@ const STATES: &[(&str, &[&str])] = &[
             "still open",
             "are open",
             "currently open",
-            "open issues",
-            "open pull requests",
-            "open prs",
+            "remain open",
+            "nobody has closed",
+            "no one has closed",
+            "not closed",
+            "not yet closed",
+            "never closed",
+            "unresolved",
         ],
     ),
-    (
-        "closed",
-        &[
-            "are closed",
-            "were closed",
-            "closed issues",
-            "closed pull requests",
-            "closed prs",
-        ],
-    ),
-    (
-        "merged",
-        &["were merged", "merged pull requests", "merged prs"],
-    ),
+    ("closed", &["are closed", "were closed"]),
+    ("merged", &["were merged", "got merged"]),
     ("not_planned", &["not planned", "not_planned"]),
 ];
+
+/// Words for the items a task lists: a state just before one of them is a filter ("open
+/// feature requests", "merged PRs"). Plural: "the merged pull request that fixed it" is the
+/// one item looked for.
+const LISTED: &[&str] = &["issues", "requests", "prs", "reports", "bugs", "tickets"];
+
+/// How many words may stand between a state and the items it is said of ("open feature
+/// requests", "closed pull requests").
+const STATE_GAP: usize = 2;
+
+/// Words after a label's that say it is the kind of item a tracker's template files: "bug
+/// reports", "feature requests".
+const LABEL_KINDS: &[&str] = &["report", "reports", "request", "requests"];
+
+fn is_year(w: &str) -> bool {
+    w.len() == 4
+        && w.chars().all(|c| c.is_ascii_digit())
+        && (w.starts_with("19") || w.starts_with("20"))
+}
+
+/// The states `task_words` say of the items the task lists.
+fn states(task_words: &[String]) -> Vec<&'static str> {
+    let mut states = Vec::new();
+    for (state, phrases) in STATES {
+        let before_items = (0..task_words.len()).any(|i| {
+            task_words[i] == *state
+                && task_words[i + 1..(i + 2 + STATE_GAP).min(task_words.len())]
+                    .iter()
+                    .any(|w| LISTED.contains(&w.as_str()))
+        });
+        if before_items || phrases.iter().any(|p| says(task_words, p)) {
+            states.push(*state);
+        }
+    }
+    // "not closed" is said of open items, not of closed ones.
+    if states.contains(&"open") {
+        states.retain(|s| *s != "closed");
+    }
+    states
+}
 
 /// What `task` names of `values`.
 pub fn named(values: &FieldValues, task: &str) -> Named {
     let task_words = words(task);
     let lower = task.to_lowercase();
-    let people = |list: &[String]| -> Vec<String> {
+    let people = |list: &[String], role: Role| -> Vec<String> {
         list.iter()
-            .filter(|p| names_person(&task_words, p))
+            .filter(|p| names_person(&task_words, p, role))
             .cloned()
             .collect()
     };
@@ -178,7 +263,9 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
     let committers: Vec<String> = values
         .committers
         .iter()
-        .filter(|p| words(p).len() >= 2 && says(&task_words, p) || names_person(&task_words, p))
+        .filter(|p| {
+            words(p).len() >= 2 && says(&task_words, p) || names_person(&task_words, p, Role::Any)
+        })
         .cloned()
         .collect();
     // A path the task writes out; of a file and the folders holding it, the file.
@@ -193,17 +280,8 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
     paths.retain(|p| !all.iter().any(|q| q != p && q.contains(p.as_str())));
     let mut years: Vec<String> = Vec::new();
     for w in &task_words {
-        let is_year = w.len() == 4
-            && w.chars().all(|c| c.is_ascii_digit())
-            && (w.starts_with("19") || w.starts_with("20"));
-        if is_year && !years.contains(w) {
+        if is_year(w) && !years.contains(w) {
             years.push(w.clone());
-        }
-    }
-    let mut states = Vec::new();
-    for (state, phrases) in STATES {
-        if phrases.iter().any(|p| says(&task_words, p)) {
-            states.push(*state);
         }
     }
     Named {
@@ -214,8 +292,8 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
                 .filter(|l| names_label(&task_words, l))
                 .cloned()
                 .collect(),
-            openers: people(&values.openers),
-            mergers: people(&values.mergers),
+            openers: people(&values.openers, Role::Opened),
+            mergers: people(&values.mergers, Role::Merged),
             committers,
             paths,
             tags: values
@@ -227,7 +305,7 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         },
         years,
         symbols: symbols(task),
-        states,
+        states: states(&task_words),
     }
 }
 
@@ -373,6 +451,49 @@ mod tests {
         assert_eq!(n.years, ["2023"]);
         let n = named(&values(), "Which pull requests did laanwj merge in 2022?");
         assert_eq!(n.values.mergers, ["laanwj"]);
+    }
+
+    #[test]
+    fn a_person_is_named_as_who_opened_or_who_merged() {
+        let mut v = values();
+        v.openers.push("furszy".into());
+        v.mergers.push("furszy".into());
+        let n = named(&v, "Which of furszy's pull requests were merged in 2023?");
+        assert_eq!(n.values.openers, ["furszy"]);
+        assert!(n.values.mergers.is_empty());
+        let n = named(
+            &v,
+            "Is there a pull request furszy merged rather than authored?",
+        );
+        assert_eq!(n.values.mergers, ["furszy"]);
+        assert!(n.values.openers.is_empty());
+        let n = named(&v, "Which pull requests were merged by furszy?");
+        assert_eq!(n.values.mergers, ["furszy"]);
+        assert!(n.values.openers.is_empty());
+        let n = named(
+            &v,
+            "How many pull requests did furszy open, and which were opened by Sjors?",
+        );
+        assert_eq!(n.values.openers, ["Sjors", "furszy"]);
+        assert!(n.values.mergers.is_empty());
+    }
+
+    #[test]
+    fn a_state_is_named_before_the_items_or_by_what_was_not_done() {
+        let v = values();
+        let n = named(
+            &v,
+            "List the bug reports filed by Sjors that nobody has closed yet.",
+        );
+        assert_eq!(n.states, ["open"]);
+        assert_eq!(n.values.labels, ["Bug"]);
+        let n = named(&v, "What open feature requests did Sjors file?");
+        assert_eq!(n.states, ["open"]);
+        let n = named(&v, "How many closed pull requests carry the UI label?");
+        assert_eq!(n.states, ["closed"]);
+        // The one item looked for is not a list's state.
+        let n = named(&v, "Which merged pull request fixed the crash on close?");
+        assert!(n.states.is_empty());
     }
 
     #[test]

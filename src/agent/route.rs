@@ -412,7 +412,8 @@ fn required_filters<'a>(
     for (k, _) in args {
         let named_one = match (tool, *k) {
             ("find_symbol", "name") => true,
-            ("search_issues", "author") => !v.openers.is_empty(),
+            ("search_issues" | "search_pull_requests", "author") => !v.openers.is_empty(),
+            (_, "merged_by") => !v.mergers.is_empty(),
             ("search_commits", "author") => !v.committers.is_empty(),
             ("search_commits", "path") => !v.paths.is_empty(),
             ("search_commits", "since" | "until") => v.tags.len() >= 2,
