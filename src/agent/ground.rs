@@ -21,6 +21,9 @@ pub struct Named {
     /// Issue and pull request states the task's words ask for (open, closed, merged,
     /// not_planned).
     pub states: Vec<&'static str>,
+    /// The task asks for a count or for the last of something ("how many", "last changed"):
+    /// with its filters, words to match would narrow what is counted or ordered.
+    pub tallies: bool,
 }
 
 /// The lowercased words of `text`: runs of letters, digits and `_-./`, the characters of
@@ -221,6 +224,52 @@ const STATE_GAP: usize = 2;
 /// reports", "feature requests".
 const LABEL_KINDS: &[&str] = &["report", "reports", "request", "requests"];
 
+/// Phrases of a task that counts, or asks for the last of something.
+const TALLIES: &[&str] = &[
+    "how many",
+    "number of",
+    "count",
+    "last",
+    "latest",
+    "most recent",
+    "newest",
+];
+
+/// Words of a task that asks about a file's history: the path it names is a filter of commits
+/// only then ("which commit last changed src/x.rs"), not where it describes ("a .gitignore
+/// saved by an editor…").
+const CHANGE_WORDS: &[&str] = &[
+    "change",
+    "changed",
+    "changes",
+    "changing",
+    "touch",
+    "touched",
+    "touches",
+    "touching",
+    "modify",
+    "modified",
+    "modifies",
+    "modifying",
+    "edit",
+    "edited",
+    "edits",
+    "editing",
+    "history",
+];
+
+/// Words just before a path that make it the subject of commits ("the last commit to
+/// src/x.rs", "commits under crates/ignore").
+const PATH_MARKS: &[&str] = &["to", "under", "in", "of", "touching"];
+
+/// Whether the task writes `path` just after a word of `PATH_MARKS`.
+fn marked_path(task_words: &[String], path: &str) -> bool {
+    let path = path.to_lowercase();
+    task_words
+        .windows(2)
+        .any(|w| w[1] == path && PATH_MARKS.contains(&w[0].as_str()))
+}
+
 fn is_year(w: &str) -> bool {
     w.len() == 4
         && w.chars().all(|c| c.is_ascii_digit())
@@ -268,7 +317,8 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         })
         .cloned()
         .collect();
-    // A path the task writes out; of a file and the folders holding it, the file.
+    // A path the task writes out, when it asks about changes; of a file and the folders
+    // holding it, the file.
     let mut paths: Vec<String> = values
         .paths
         .iter()
@@ -276,6 +326,9 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         .filter(|p| lower.contains(&p.to_lowercase()))
         .cloned()
         .collect();
+    if !CHANGE_WORDS.iter().any(|w| says(&task_words, w)) {
+        paths.retain(|p| marked_path(&task_words, p));
+    }
     let all = paths.clone();
     paths.retain(|p| !all.iter().any(|q| q != p && q.contains(p.as_str())));
     let mut years: Vec<String> = Vec::new();
@@ -306,6 +359,7 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         years,
         symbols: symbols(task),
         states: states(&task_words),
+        tallies: TALLIES.iter().any(|w| says(&task_words, w)),
     }
 }
 
@@ -494,6 +548,21 @@ mod tests {
         // The one item looked for is not a list's state.
         let n = named(&v, "Which merged pull request fixed the crash on close?");
         assert!(n.states.is_empty());
+    }
+
+    #[test]
+    fn a_path_filters_commits_only_when_the_task_asks_about_its_changes() {
+        let v = values();
+        let asks = "Who last modified crates/core/flags/defs.rs?";
+        assert_eq!(named(&v, asks).values.paths, ["crates/core/flags/defs.rs"]);
+        let describes =
+            "A crates/core/flags/defs.rs saved with a BOM broke. Which commit fixed it?";
+        assert!(named(&v, describes).values.paths.is_empty());
+        let commits_to = "What was the most recent commit to crates/core/flags/defs.rs?";
+        assert_eq!(
+            named(&v, commits_to).values.paths,
+            ["crates/core/flags/defs.rs"]
+        );
     }
 
     #[test]

@@ -385,6 +385,14 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
             _ => continue,
         };
         let required = required_filters(tool, &args, named);
+        // Counted or ordered by its filters, a list is not narrowed by words: "how many
+        // commits does 15.1.0 have on top of 15.0.0" with the words "ripgrep 15.1.0" counted
+        // the 4 commits that mention it.
+        let args = if named.tallies && !required.is_empty() {
+            args.into_iter().filter(|(k, _)| *k != "query").collect()
+        } else {
+            args
+        };
         branches.push(object(
             vec![
                 ("tool", Some(json!({"const": tool}))),
@@ -564,6 +572,31 @@ mod tests {
         let one_end = r#"{"tool":"search_commits","args":{"author":"Carol Diaz","until":"1.3.0"}}"#;
         assert!(!accepts(one_end));
         assert!(accepts(r#"{"tool":"search"}"#));
+    }
+
+    #[test]
+    fn a_count_or_a_last_change_is_not_narrowed_by_words() {
+        let offered = |task: &str| -> Vec<String> {
+            let schema = route_schema(&["search_commits"], &named(&values(), task));
+            let args = &schema["oneOf"][1]["properties"]["args"]["properties"];
+            args.as_object()
+                .expect("properties")
+                .keys()
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            offered("What was the last commit to change src/cache.rs?"),
+            ["path"]
+        );
+        assert_eq!(
+            offered("How many commits did Carol Diaz author?"),
+            ["author"]
+        );
+        // Words are the list's subject where nothing else filters it.
+        assert_eq!(offered("How many commits mention the cache?"), ["query"]);
+        let words = offered("Which commits did Carol Diaz author about the cache?");
+        assert!(words.contains(&"query".to_string()));
     }
 
     /// Every example is a route its own task's grammar accepts, so none teaches a route the
