@@ -21,9 +21,17 @@ pub struct Named {
     /// Issue and pull request states the task's words ask for (open, closed, merged,
     /// not_planned).
     pub states: Vec<&'static str>,
+    /// Months written in the task ("October 2023"), as `2023-10`.
+    pub months: Vec<String>,
+    /// The task bounds its dates with words ("before", "after", "by the end of"), rather than
+    /// naming a whole year or month ("in 2021", "during October 2023").
+    pub ranged: bool,
     /// The task asks for a count or for the last of something ("how many", "last changed"):
     /// with its filters, words to match would narrow what is counted or ordered.
     pub tallies: bool,
+    /// The task asks for a list or a count ("which pull requests…", "how many…"), not for
+    /// the one item it describes ("which pull request fixed…").
+    pub lists: bool,
 }
 
 /// The lowercased words of `text`: runs of letters, digits and `_-./`, the characters of
@@ -224,6 +232,12 @@ const STATE_GAP: usize = 2;
 /// reports", "feature requests".
 const LABEL_KINDS: &[&str] = &["report", "reports", "request", "requests"];
 
+/// Words that bound dates: a task with none of them asks for a whole year or month.
+const RANGE_WORDS: &[&str] = &[
+    "before", "after", "since", "until", "till", "prior", "between", "through", "end", "up to",
+    "earlier", "later", "began", "start",
+];
+
 /// Phrases of a task that counts, or asks for the last of something.
 const TALLIES: &[&str] = &[
     "how many",
@@ -233,6 +247,19 @@ const TALLIES: &[&str] = &[
     "latest",
     "most recent",
     "newest",
+];
+
+/// Words of a task that asks for several items.
+const LISTS: &[&str] = &[
+    "issues",
+    "pull requests",
+    "prs",
+    "commits",
+    "releases",
+    "tags",
+    "reports",
+    "requests",
+    "list",
 ];
 
 /// Words of a task that asks about a file's history: the path it names is a filter of commits
@@ -268,6 +295,46 @@ fn marked_path(task_words: &[String], path: &str) -> bool {
     task_words
         .windows(2)
         .any(|w| w[1] == path && PATH_MARKS.contains(&w[0].as_str()))
+}
+
+const MONTHS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// The months a task writes with their year ("October 2023", "Oct 2023", "March of 2021"), as
+/// `YYYY-MM`.
+fn months(task_words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, w) in task_words.iter().enumerate() {
+        let Some(m) = MONTHS
+            .iter()
+            .position(|name| w == name || w.len() >= 3 && name.starts_with(w.as_str()))
+        else {
+            continue;
+        };
+        let year = match task_words.get(i + 1).map(String::as_str) {
+            Some("of") => task_words.get(i + 2),
+            _ => task_words.get(i + 1),
+        };
+        if let Some(y) = year.filter(|y| is_year(y)) {
+            let month = format!("{y}-{:02}", m + 1);
+            if !out.contains(&month) {
+                out.push(month);
+            }
+        }
+    }
+    out
 }
 
 fn is_year(w: &str) -> bool {
@@ -359,7 +426,10 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         years,
         symbols: symbols(task),
         states: states(&task_words),
+        months: months(&task_words),
+        ranged: RANGE_WORDS.iter().any(|w| says(&task_words, w)),
         tallies: TALLIES.iter().any(|w| says(&task_words, w)),
+        lists: LISTS.iter().chain(TALLIES).any(|w| says(&task_words, w)),
     }
 }
 
@@ -548,6 +618,20 @@ mod tests {
         // The one item looked for is not a list's state.
         let n = named(&v, "Which merged pull request fixed the crash on close?");
         assert!(n.states.is_empty());
+    }
+
+    #[test]
+    fn a_whole_year_or_month_is_named_apart_from_bounded_dates() {
+        let v = values();
+        let n = named(&v, "Which pull requests were merged in October 2023?");
+        assert_eq!(n.months, ["2023-10"]);
+        assert!(!n.ranged);
+        let n = named(&v, "How many issues were opened during 2021?");
+        assert!(n.months.is_empty());
+        assert!(!n.ranged && n.tallies);
+        let n = named(&v, "Which commit last changed it before June of 2021?");
+        assert_eq!(n.months, ["2021-06"]);
+        assert!(n.ranged && n.tallies);
     }
 
     #[test]

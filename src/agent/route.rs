@@ -94,6 +94,10 @@ const EXAMPLES: &[(&str, &str)] = &[
         r#"{"tool":"search"}"#,
     ),
     (
+        "Which of dave's pull requests were merged in March 2022?",
+        r#"{"tool":"search_pull_requests","args":{"state":"merged","author":"dave","month":"2022-03"}}"#,
+    ),
+    (
         "Which Bug-labelled issues from alice are still open?",
         r#"{"tool":"search_issues","args":{"state":"open","label":"Bug","author":"alice"}}"#,
     ),
@@ -306,8 +310,18 @@ fn read_route(output: &str, routed: &[&str]) -> Option<Action> {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    // A year is the route's shorthand for the dates the tools take: small models wrote the
-    // same day as both ends of "in 2022".
+    // A year and a month are the route's shorthands for the dates the tools take: small
+    // models wrote the same day as both ends of "in 2022".
+    if let Some((y, m)) = args.remove("month").and_then(|m| {
+        let (y, m) = m.as_str()?.split_once('-')?;
+        Some((y.parse::<i32>().ok()?, m.parse::<u32>().ok()?))
+    }) {
+        let (next_y, next_m) = if m >= 12 { (y + 1, 1) } else { (y, m + 1) };
+        args.entry("since")
+            .or_insert_with(|| json!(format!("{y}-{m:02}-01")));
+        args.entry("until")
+            .or_insert_with(|| json!(format!("{next_y}-{next_m:02}-01")));
+    }
     if let Some(year) = args.remove("year") {
         if let Some(y) = year.as_str().and_then(|y| y.parse::<i32>().ok()) {
             args.entry("since")
@@ -337,15 +351,38 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
             .collect();
         (!s.is_empty()).then(|| json!({"enum": s}))
     };
-    let year = one_of(&named.years);
-    let date = (!named.years.is_empty()).then(|| {
-        json!({"type": "string", "pattern": format!("^({})-[0-9]{{2}}-[0-9]{{2}}$", named.years.join("|"))})
+    let v = &named.values;
+    // Dates bound a list, or what else the task filters by. The year of a task that looks for
+    // one item describes it ("Back in 2020 someone reported…, which pull request fixed it?"):
+    // Qwen2.5-Coder-0.5B listed the pull requests of 2020.
+    let dated = named.lists
+        || !(v.labels.is_empty()
+            && v.openers.is_empty()
+            && v.mergers.is_empty()
+            && v.committers.is_empty()
+            && v.paths.is_empty()
+            && v.tags.is_empty()
+            && named.states.is_empty());
+    let years: &[String] = if dated { &named.years } else { &[] };
+    let months: &[String] = if dated { &named.months } else { &[] };
+    // A year that is a named month's is that month, not the whole year.
+    let whole_years: Vec<String> = years
+        .iter()
+        .filter(|y| !months.iter().any(|m| m.starts_with(y.as_str())))
+        .cloned()
+        .collect();
+    let year = one_of(&whole_years);
+    let month = one_of(months);
+    // Dates of its own only where the task bounds them ("before June 2021"): for "in 2021" or
+    // "in October 2023", Qwen2.5-Coder-0.5B wrote ends that cut the period short
+    // (`2021-12-30`, the year up to October).
+    let date = (named.ranged && !years.is_empty()).then(|| {
+        json!({"type": "string", "pattern": format!("^({})-[0-9]{{2}}-[0-9]{{2}}$", years.join("|"))})
     });
     let date_or_tag = match (&date, one_of(&named.values.tags)) {
         (Some(d), Some(t)) => Some(json!({"anyOf": [d, t]})),
         (d, t) => d.clone().or(t),
     };
-    let v = &named.values;
     let mut branches = vec![object(
         vec![("tool", Some(json!({"const": LOOKUP})))],
         &["tool"],
@@ -358,6 +395,7 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
                 ("label", one_of(&v.labels)),
                 ("author", one_of(&v.openers)),
                 ("year", year.clone()),
+                ("month", month.clone()),
                 ("since", date.clone()),
                 ("until", date.clone()),
             ],
@@ -368,6 +406,7 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
                 ("author", one_of(&v.openers)),
                 ("merged_by", one_of(&v.mergers)),
                 ("year", year.clone()),
+                ("month", month.clone()),
                 ("since", date.clone()),
                 ("until", date.clone()),
             ],
@@ -376,6 +415,7 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
                 ("author", one_of(&v.committers)),
                 ("path", one_of(&v.paths)),
                 ("year", year.clone()),
+                ("month", month.clone()),
                 ("since", date_or_tag.clone()),
                 ("until", date_or_tag.clone()),
             ],
@@ -422,6 +462,9 @@ fn required_filters<'a>(
             ("find_symbol", "name") => true,
             ("search_issues" | "search_pull_requests", "author") => !v.openers.is_empty(),
             (_, "merged_by") => !v.mergers.is_empty(),
+            // A whole period the task names is what it asks about.
+            (_, "year") => !named.ranged && named.months.is_empty(),
+            (_, "month") => !named.ranged,
             ("search_commits", "author") => !v.committers.is_empty(),
             ("search_commits", "path") => !v.paths.is_empty(),
             ("search_commits", "since" | "until") => v.tags.len() >= 2,
@@ -599,6 +642,59 @@ mod tests {
         assert!(words.contains(&"query".to_string()));
     }
 
+    #[test]
+    fn a_whole_period_is_a_year_or_month_and_a_count_is_not_narrowed_by_words() {
+        let task = "How many pull requests did alice open in March 2022?";
+        let g = Grammar::JsonSchema(route_schema(
+            &["search_pull_requests"],
+            &named(&values(), task),
+        ));
+        let accepts = |call: &str| {
+            g.accepts(&spaced(&serde_json::from_str(call).unwrap()))
+                .unwrap()
+        };
+        let tool = r#"{"tool":"search_pull_requests","args":"#;
+        assert!(accepts(&format!(
+            r#"{tool}{{"author":"alice","month":"2022-03"}}}}"#
+        )));
+        // Ends of its own, the person left out, or words to match are not this task's route.
+        assert!(!accepts(&format!(
+            r#"{tool}{{"author":"alice","since":"2022-03-01","until":"2022-03-30"}}}}"#
+        )));
+        assert!(!accepts(&format!(r#"{tool}{{"month":"2022-03"}}}}"#)));
+        assert!(!accepts(&format!(
+            r#"{tool}{{"query":"open","author":"alice","month":"2022-03"}}}}"#
+        )));
+        let a = read_route(
+            &format!(r#"{tool}{{"author":"alice","month":"2022-12"}}}}"#),
+            ROUTED,
+        )
+        .expect("a routed call");
+        assert_eq!(
+            Value::Object(a.args),
+            json!({"author": "alice", "since": "2022-12-01", "until": "2023-01-01"})
+        );
+    }
+
+    #[test]
+    fn a_year_that_describes_the_one_item_looked_for_is_not_a_filter() {
+        let offered = |task: &str| -> Vec<String> {
+            let schema = route_schema(&["search_pull_requests"], &named(&values(), task));
+            let args = &schema["oneOf"][1]["properties"]["args"]["properties"];
+            args.as_object()
+                .expect("properties")
+                .keys()
+                .cloned()
+                .collect()
+        };
+        let one = "Back in 2020 someone reported the crash on close. Which pull request fixed it?";
+        assert_eq!(offered(one), ["query"]);
+        let list = "Which pull requests were merged in 2020?";
+        assert!(offered(list).contains(&"year".to_string()));
+        let person = "Which pull request did bob merge in 2020?";
+        assert!(offered(person).contains(&"year".to_string()));
+    }
+
     /// Every example is a route its own task's grammar accepts, so none teaches a route the
     /// grammar would then refuse.
     #[test]
@@ -661,6 +757,7 @@ mod tests {
                     "path" => n.values.paths.contains(&value.to_string()),
                     "state" => n.states.contains(&value),
                     "year" => n.years.contains(&value.to_string()),
+                    "month" => n.months.contains(&value.to_string()),
                     "name" => n.symbols.contains(&value.to_string()),
                     "since" | "until" => {
                         n.values.tags.contains(&value.to_string())
