@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use crate::workspace::queries::FieldValues;
+use crate::workspace::queries::{series, FieldValues};
 
 /// What a task names, of what a filter may take.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -32,6 +32,11 @@ pub struct Named {
     /// The task asks for a list or a count ("which pull requests…", "how many…"), not for
     /// the one item it describes ("which pull request fixed…").
     pub lists: bool,
+    /// The series of the workspace's tags the task names ("the ignore crate" for its
+    /// `ignore-0.4.21` tags), by name without the dash.
+    pub series: Vec<String>,
+    /// The task asks about releases or tags themselves ("how many releases…").
+    pub releases: bool,
 }
 
 /// The lowercased words of `text`: runs of letters, digits and `_-./`, the characters of
@@ -262,6 +267,11 @@ const LISTS: &[&str] = &[
     "list",
 ];
 
+/// Words of a task that asks about releases.
+const RELEASE_WORDS: &[&str] = &[
+    "release", "releases", "released", "tag", "tags", "tagged", "version", "versions",
+];
+
 /// Words of a task that asks about a file's history: the path it names is a filter of commits
 /// only then ("which commit last changed src/x.rs"), not where it describes ("a .gitignore
 /// saved by an editor…").
@@ -404,6 +414,16 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
             years.push(w.clone());
         }
     }
+    let mut named_series: Vec<String> = values
+        .tags
+        .iter()
+        .map(|t| series(t))
+        .filter(|s| !matches!(*s, "" | "v"))
+        .map(|s| s.trim_end_matches('-').to_string())
+        .filter(|s| !s.is_empty() && says(&task_words, s))
+        .collect();
+    named_series.sort();
+    named_series.dedup();
     Named {
         values: FieldValues {
             labels: values
@@ -430,6 +450,8 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         ranged: RANGE_WORDS.iter().any(|w| says(&task_words, w)),
         tallies: TALLIES.iter().any(|w| says(&task_words, w)),
         lists: LISTS.iter().chain(TALLIES).any(|w| says(&task_words, w)),
+        series: named_series,
+        releases: RELEASE_WORDS.iter().any(|w| says(&task_words, w)),
     }
 }
 

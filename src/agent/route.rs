@@ -37,7 +37,11 @@ const ROUTED: &[&str] = &[
     "search_pull_requests",
     "search_commits",
     "find_symbol",
+    "list_releases",
 ];
+
+/// The series `list_releases` takes for a project's own version tags.
+const OWN_SERIES: &str = "versions";
 
 /// Tokens a route may take: the longest call of the examples is about 40.
 const ROUTE_TOKENS: usize = 96;
@@ -54,7 +58,9 @@ pull request described in words, or a commit. \
 or merged them, and dates. \
 \"search_commits\" lists and counts commits by author, path and dates or release tags, or finds \
 one by words. \
-\"find_symbol\" finds where a name in the code is defined and which files use it.";
+\"find_symbol\" finds where a name in the code is defined and which files use it. \
+\"list_releases\" lists and counts a repository's releases (its tags), of one series, by \
+dates.";
 
 /// Worked routes, one per kind of task: the model copies their shape. Their names and values
 /// are made up and are not the workspace's.
@@ -116,6 +122,10 @@ const EXAMPLES: &[(&str, &str)] = &[
     (
         "Where is parse_header defined, and which file calls it?",
         r#"{"tool":"find_symbol","args":{"name":"parse_header"}}"#,
+    ),
+    (
+        "How many releases of the parser crate were tagged in 2021?",
+        r#"{"tool":"list_releases","args":{"series":"parser","year":"2021"}}"#,
     ),
     (
         "In which release did the --json flag first appear?",
@@ -422,6 +432,19 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
             "find_symbol" if !named.symbols.is_empty() => {
                 vec![("name", one_of(&named.symbols))]
             }
+            // Offered where the task counts or lists releases themselves, so a task after
+            // the first release with a change is not routed to the list of all of them.
+            "list_releases" if named.releases && named.lists => {
+                let mut series = vec![OWN_SERIES.to_string()];
+                series.extend(named.series.iter().cloned());
+                vec![
+                    ("series", one_of(&series)),
+                    ("year", year.clone()),
+                    ("month", month.clone()),
+                    ("since", date.clone()),
+                    ("until", date.clone()),
+                ]
+            }
             _ => continue,
         };
         let required = required_filters(tool, &args, named);
@@ -459,7 +482,7 @@ fn required_filters<'a>(
     let mut required: Vec<&'a str> = Vec::new();
     for (k, _) in args {
         let named_one = match (tool, *k) {
-            ("find_symbol", "name") => true,
+            ("find_symbol", "name") | ("list_releases", "series") => true,
             ("search_issues" | "search_pull_requests", "author") => !v.openers.is_empty(),
             (_, "merged_by") => !v.mergers.is_empty(),
             // A whole period the task names is what it asks about.
@@ -695,6 +718,35 @@ mod tests {
         assert!(offered(person).contains(&"year".to_string()));
     }
 
+    #[test]
+    fn releases_are_counted_by_a_series_the_task_names_only_when_it_asks_for_them() {
+        let mut v = values();
+        v.tags
+            .extend(["ignore-0.4.21".into(), "ignore-0.4.22".into()]);
+        let routes = |task: &str| route_schema(&["list_releases"], &named(&v, task));
+        let g = Grammar::JsonSchema(routes(
+            "How many releases of the ignore crate were tagged in 2026?",
+        ));
+        let accepts = |call: &str| {
+            g.accepts(&spaced(&serde_json::from_str(call).unwrap()))
+                .unwrap()
+        };
+        let tool = r#"{"tool":"list_releases","args":"#;
+        assert!(accepts(&format!(
+            r#"{tool}{{"series":"ignore","year":"2026"}}}}"#
+        )));
+        assert!(accepts(&format!(
+            r#"{tool}{{"series":"versions","year":"2026"}}}}"#
+        )));
+        assert!(!accepts(&format!(r#"{tool}{{"year":"2026"}}}}"#)));
+        assert!(!accepts(&format!(
+            r#"{tool}{{"series":"grep","year":"2026"}}}}"#
+        )));
+        // The first release with a change is looked up, not listed.
+        let first = routes("In which release did the --json flag first appear?");
+        assert_eq!(first["oneOf"].as_array().expect("branches").len(), 1);
+    }
+
     /// Every example is a route its own task's grammar accepts, so none teaches a route the
     /// grammar would then refuse.
     #[test]
@@ -714,6 +766,7 @@ mod tests {
                     .into_iter()
                     .flatten()
                     .filter(|t| !t.contains('-'))
+                    .chain(text("series").map(|s| format!("{s}-1.0.0")))
                     .collect(),
             };
             let g = Grammar::JsonSchema(route_schema(ROUTED, &named(&own, task)));
@@ -744,6 +797,7 @@ mod tests {
                 tags: [text("since"), text("until")]
                     .into_iter()
                     .flatten()
+                    .chain(text("series").map(|s| format!("{s}-1.0.0")))
                     .collect(),
             };
             let n = named(&own, task);
@@ -758,6 +812,7 @@ mod tests {
                     "state" => n.states.contains(&value),
                     "year" => n.years.contains(&value.to_string()),
                     "month" => n.months.contains(&value.to_string()),
+                    "series" => value == OWN_SERIES || n.series.contains(&value.to_string()),
                     "name" => n.symbols.contains(&value.to_string()),
                     "since" | "until" => {
                         n.values.tags.contains(&value.to_string())
