@@ -21,6 +21,9 @@ pub struct Named {
     /// Issue and pull request states the task's words ask for (open, closed, merged,
     /// not_planned).
     pub states: Vec<&'static str>,
+    /// Of the workspace's openers, those the task names as who opened an issue: the openers,
+    /// and those it says reported or filed one.
+    pub reporters: Vec<String>,
     /// Months written in the task ("October 2023"), as `2023-10`.
     pub months: Vec<String>,
     /// The task bounds its dates with words ("before", "after", "by the end of"), rather than
@@ -80,9 +83,10 @@ const TRACKER_WORDS: &[&str] = &[
 /// "tagged UX", "marked as needing a rebase".
 const LABEL_MARKS: &[&str] = &["label", "labels", "labelled", "labeled", "tagged", "marked"];
 
-/// Words after a person that make them the one who opened the items ("alice reported",
-/// "did hebasto open", "furszy's pull requests": the possessive's `s`), and those that make
-/// them the one who merged them ("laanwj merged").
+/// Words after a person that make them the one who opened the items ("did hebasto open",
+/// "furszy's pull requests": the possessive's `s`), those that make them the one who opened
+/// an issue ("alice reported", "filed by"), and those that make them the one who merged them
+/// ("laanwj merged").
 const OPENER_AFTER: &[&str] = &[
     "open",
     "opened",
@@ -92,23 +96,21 @@ const OPENER_AFTER: &[&str] = &[
     "wrote",
     "write",
     "writes",
-    "file",
-    "filed",
-    "files",
-    "report",
-    "reported",
-    "reports",
     "create",
     "created",
     "submitted",
     "s",
 ];
+const REPORTER_AFTER: &[&str] = &["file", "filed", "files", "report", "reported", "reports"];
 const MERGER_AFTER: &[&str] = &["merge", "merged", "merges"];
 
 /// What a person named in a task did to the items it asks about.
 #[derive(Clone, Copy, PartialEq)]
 enum Role {
     Opened,
+    /// Opened an issue: "laanwj reported that…, which pull request fixed it" does not name
+    /// the pull request's author.
+    Reported,
     Merged,
     /// A commit's author: any mark names them.
     Any,
@@ -180,21 +182,29 @@ fn names_person(task_words: &[String], person: &str, role: Role) -> bool {
             let before = i.checked_sub(1).map(|b| task_words[b].as_str());
             let before_by = i.checked_sub(2).map(|b| task_words[b].as_str());
             let after = task_words.get(i + p.len()).map(String::as_str);
-            let merged_by =
-                before == Some("by") && before_by.is_some_and(|w| MERGER_AFTER.contains(&w));
+            let by_what = |marks: &[&str]| {
+                before == Some("by") && before_by.is_some_and(|w| marks.contains(&w))
+            };
+            let (merged_by, reported_by) = (by_what(MERGER_AFTER), by_what(REPORTER_AFTER));
             let marked_before = match before {
                 Some("from") => role != Role::Merged,
                 Some("by") => match role {
                     Role::Merged => merged_by,
-                    Role::Opened => !merged_by,
+                    Role::Opened => !merged_by && !reported_by,
+                    Role::Reported => !merged_by,
                     Role::Any => true,
                 },
                 _ => false,
             };
             let marked_after = after.is_some_and(|w| match role {
                 Role::Opened => OPENER_AFTER.contains(&w),
+                Role::Reported => OPENER_AFTER.contains(&w) || REPORTER_AFTER.contains(&w),
                 Role::Merged => MERGER_AFTER.contains(&w),
-                Role::Any => OPENER_AFTER.contains(&w) || MERGER_AFTER.contains(&w),
+                Role::Any => {
+                    OPENER_AFTER.contains(&w)
+                        || REPORTER_AFTER.contains(&w)
+                        || MERGER_AFTER.contains(&w)
+                }
             });
             marked_before || marked_after
         })
@@ -443,6 +453,7 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
                 .cloned()
                 .collect(),
         },
+        reporters: people(&values.openers, Role::Reported),
         years,
         symbols: symbols(task),
         states: states(&task_words),
@@ -622,6 +633,17 @@ mod tests {
         );
         assert_eq!(n.values.openers, ["Sjors", "furszy"]);
         assert!(n.values.mergers.is_empty());
+        // Who reported or filed names an issue's opener, not a pull request's.
+        for task in [
+            "furszy reported that it hangs. Which pull request fixed it?",
+            "Which pull request fixed the hang filed by furszy?",
+        ] {
+            let n = named(&v, task);
+            assert!(n.values.openers.is_empty(), "{task}");
+            assert_eq!(n.reporters, ["furszy"], "{task}");
+        }
+        let n = named(&v, "Which issues were opened by Sjors?");
+        assert_eq!(n.reporters, ["Sjors"]);
     }
 
     #[test]

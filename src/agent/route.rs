@@ -368,6 +368,7 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
     let dated = named.lists
         || !(v.labels.is_empty()
             && v.openers.is_empty()
+            && named.reporters.is_empty()
             && v.mergers.is_empty()
             && v.committers.is_empty()
             && v.paths.is_empty()
@@ -403,7 +404,7 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
                 ("query", Some(words.clone())),
                 ("state", states(&["open", "closed", "not_planned"])),
                 ("label", one_of(&v.labels)),
-                ("author", one_of(&v.openers)),
+                ("author", one_of(&named.reporters)),
                 ("year", year.clone()),
                 ("month", month.clone()),
                 ("since", date.clone()),
@@ -483,7 +484,8 @@ fn required_filters<'a>(
     for (k, _) in args {
         let named_one = match (tool, *k) {
             ("find_symbol", "name") | ("list_releases", "series") => true,
-            ("search_issues" | "search_pull_requests", "author") => !v.openers.is_empty(),
+            ("search_issues", "author") => !named.reporters.is_empty(),
+            ("search_pull_requests", "author") => !v.openers.is_empty(),
             (_, "merged_by") => !v.mergers.is_empty(),
             // A whole period the task names is what it asks about.
             (_, "year") => !named.ranged && named.months.is_empty(),
@@ -806,7 +808,10 @@ mod tests {
                 let grounded = match k.as_str() {
                     "query" => true,
                     "label" => n.values.labels.contains(&value.to_string()),
-                    "author" => n.values.openers.contains(&value.to_string()),
+                    "author" => {
+                        n.values.openers.contains(&value.to_string())
+                            || n.reporters.contains(&value.to_string())
+                    }
                     "merged_by" => n.values.mergers.contains(&value.to_string()),
                     "path" => n.values.paths.contains(&value.to_string()),
                     "state" => n.states.contains(&value),
