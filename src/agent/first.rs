@@ -380,15 +380,19 @@ fn open_call(item: &Locator) -> Action {
 /// buries a commit under the files that share its words. English only: a task in another
 /// language is searched by its words alone.
 pub fn first_search(task: &str) -> Map<String, Value> {
-    let query: String = task.trim().chars().take(QUERY_CHARS).collect();
     let mut args = Map::new();
-    args.insert("query".into(), Value::String(query));
+    args.insert("query".into(), Value::String(task_query(task)));
     let kinds: Vec<&str> = asked_kinds(task).iter().map(|k| k.as_str()).collect();
     if !kinds.is_empty() {
         args.insert("kinds".into(), json!(kinds));
     }
     args.insert("limit".into(), json!(RESULTS));
     args
+}
+
+/// The task as the words a search takes.
+pub(super) fn task_query(task: &str) -> String {
+    task.trim().chars().take(QUERY_CHARS).collect()
 }
 
 #[cfg(test)]

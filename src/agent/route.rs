@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use super::decision::CallShape;
 use super::events::{AgentError, AgentEvent};
-use super::first::{first_search, SEARCH};
+use super::first::{first_search, task_query, SEARCH};
 use super::ground::{named, Named};
 use super::protocol::{spaced, Action};
 use super::record::{Origin, StepRecord};
@@ -156,7 +156,8 @@ impl Agent<'_> {
             .copied()
             .filter(|t| state.active.iter().any(|a| a == t))
             .collect();
-        let schema = route_schema(&routed, &named(&self.config.field_values, &state.task));
+        let named = named(&self.config.field_values, &state.task);
+        let schema = route_schema(&routed, &named);
         let ask = format!("Task: {}", state.task);
         let Some(mut record) = self.choose(
             state,
@@ -170,7 +171,8 @@ impl Agent<'_> {
         else {
             return Ok(Next::cancelled());
         };
-        let chosen = read_route(&record.output, &routed).map(|a| by_task_words(a, &state.task));
+        let chosen = read_route(&record.output, &routed)
+            .map(|a| by_task_words(a, &state.task, !named.lists));
         let (action, notes) = match chosen {
             // A search of one kind by words alone: the task's words, which rank better than
             // the model's rewrite of them, in the kind the model chose.
@@ -279,8 +281,11 @@ impl Agent<'_> {
 /// A routed search by words alone, of issues, pull requests or commits, as Burrow's search
 /// with the task in that kind: the model's query is a shorter rewrite of the task, and ranked
 /// worse (on the lookups' dev split, 0.60 of answers right against 0.68 with the task's words).
-/// A route with a filter (a state, a label, a person, a date) is the model's call as written.
-fn by_task_words(a: Action, task: &str) -> Action {
+/// A route with a filter (a state, a label, a person, a date) is the model's call, with the
+/// task's words for its query where the task looks for `one_item`: among Thayne McCombs'
+/// commits, the model's words "globset-* tag" found the method the fix was for, the task's
+/// the fix.
+fn by_task_words(mut a: Action, task: &str, one_item: bool) -> Action {
     let kind = match a.tool.as_str() {
         "search_issues" => "issue",
         "search_pull_requests" => "pr",
@@ -288,6 +293,9 @@ fn by_task_words(a: Action, task: &str) -> Action {
         _ => return a,
     };
     if a.args.keys().any(|k| k != "query") {
+        if one_item && a.args.contains_key("query") {
+            a.args.insert("query".into(), json!(task_query(task)));
+        }
         return a;
     }
     let mut args = first_search(task);
@@ -570,7 +578,7 @@ mod tests {
             ROUTED,
         )
         .expect("a routed call");
-        let a = by_task_words(words, task);
+        let a = by_task_words(words, task, true);
         assert_eq!(a.tool, SEARCH);
         assert_eq!(a.args["query"], task);
         assert_eq!(a.args["kinds"], json!(["pr"]));
@@ -581,17 +589,21 @@ mod tests {
             ROUTED,
         )
         .expect("a routed call");
-        let a = by_task_words(commits, file_task);
+        let a = by_task_words(commits, file_task, true);
         assert_eq!(a.tool, SEARCH);
         assert_eq!(a.args["kinds"], json!(["code"]));
-        // With a filter, the call is the model's.
+        // With a filter, the call is the model's, with the task's words where it looks for one
+        // item, and the model's for a list.
         let filtered = read_route(
             r#"{"tool":"search_commits","args":{"query":"hyperlinks","author":"Lucas"}}"#,
             ROUTED,
         )
         .expect("a routed call");
-        let a = by_task_words(filtered, task);
+        let a = by_task_words(filtered.clone(), task, true);
         assert_eq!(a.tool, "search_commits");
+        assert_eq!(a.args["query"], task);
+        assert_eq!(a.args["author"], "Lucas");
+        let a = by_task_words(filtered, task, false);
         assert_eq!(a.args["query"], "hyperlinks");
     }
 
