@@ -40,6 +40,8 @@ pub struct Named {
     pub series: Vec<String>,
     /// The task asks about releases or tags themselves ("how many releases…").
     pub releases: bool,
+    /// The task speaks of commits.
+    pub commits: bool,
 }
 
 /// The lowercased words of `text`: runs of letters, digits and `_-./`, the characters of
@@ -463,6 +465,7 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         lists: LISTS.iter().chain(TALLIES).any(|w| says(&task_words, w)),
         series: named_series,
         releases: RELEASE_WORDS.iter().any(|w| says(&task_words, w)),
+        commits: says(&task_words, "commit") || says(&task_words, "commits"),
     }
 }
 

@@ -429,7 +429,10 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
                 ("since", date.clone()),
                 ("until", date.clone()),
             ],
-            "search_commits" => vec![
+            // A count of releases is not one of commits: Qwen2.5-Coder-0.5B, offered both,
+            // counted the commits of 2026 for "how many releases of the ignore crate were
+            // tagged in 2026".
+            "search_commits" if !(named.releases && named.lists) || named.commits => vec![
                 ("query", Some(words.clone())),
                 ("author", one_of(&v.committers)),
                 ("path", one_of(&v.paths)),
@@ -756,6 +759,21 @@ mod tests {
         assert!(!accepts(&format!(
             r#"{tool}{{"series":"grep","year":"2026"}}}}"#
         )));
+        // Nor are commits, where the task does not speak of them.
+        let both = route_schema(
+            &["search_commits", "list_releases"],
+            &named(
+                &v,
+                "How many releases of the ignore crate were tagged in 2026?",
+            ),
+        );
+        let tools: Vec<&Value> = both["oneOf"]
+            .as_array()
+            .expect("branches")
+            .iter()
+            .map(|b| &b["properties"]["tool"]["const"])
+            .collect();
+        assert_eq!(tools, [&json!("search"), &json!("list_releases")]);
         // The first release with a change is looked up, not listed.
         let first = routes("In which release did the --json flag first appear?");
         assert_eq!(first["oneOf"].as_array().expect("branches").len(), 1);
