@@ -402,6 +402,14 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
         (Some(d), Some(t)) => Some(json!({"anyOf": [d, t]})),
         (d, t) => d.clone().or(t),
     };
+    // One release named ends the range ("the last to touch README.md among those shipped in
+    // 14.1.1"), unless the task starts it there ("after 14.1.1"): Qwen2.5-Coder-0.5B, offered
+    // the tag at both ends, listed the commits after 14.1.1.
+    let (since, until) = match (named.values.tags.len(), named.after) {
+        (1, false) => (date.clone(), date_or_tag.clone()),
+        (1, true) => (date_or_tag.clone(), date.clone()),
+        _ => (date_or_tag.clone(), date_or_tag.clone()),
+    };
     let mut branches = vec![object(
         vec![("tool", Some(json!({"const": LOOKUP})))],
         &["tool"],
@@ -438,8 +446,8 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
                 ("path", one_of(&v.paths)),
                 ("year", year.clone()),
                 ("month", month.clone()),
-                ("since", date_or_tag.clone()),
-                ("until", date_or_tag.clone()),
+                ("since", since.clone()),
+                ("until", until.clone()),
             ],
             "find_symbol" if !named.symbols.is_empty() => {
                 vec![("name", one_of(&named.symbols))]
@@ -503,7 +511,9 @@ fn required_filters<'a>(
             (_, "month") => !named.ranged,
             ("search_commits", "author") => !v.committers.is_empty(),
             ("search_commits", "path") => !v.paths.is_empty(),
-            ("search_commits", "since" | "until") => v.tags.len() >= 2,
+            ("search_commits", "since" | "until") if v.tags.len() >= 2 => true,
+            ("search_commits", "until") => v.tags.len() == 1 && !named.after,
+            ("search_commits", "since") => v.tags.len() == 1 && named.after,
             (_, "label") => !v.labels.is_empty(),
             (_, "state") => true,
             _ => false,
@@ -629,7 +639,7 @@ mod tests {
         let commits = &branches[2]["properties"]["args"]["properties"];
         assert_eq!(commits["path"], json!({"enum": ["src/cache.rs"]}));
         assert_eq!(commits["author"], json!({"enum": ["Carol Diaz"]}));
-        assert_eq!(commits["until"]["anyOf"][1], json!({"enum": ["1.2.0"]}));
+        assert_eq!(commits["since"]["anyOf"][1], json!({"enum": ["1.2.0"]}));
         // What the task does not name is not offered: a search by words alone is.
         let none = route_schema(&["search_issues"], &named(&values(), "Why does it crash?"));
         let args = &none["oneOf"][1]["properties"]["args"]["properties"];
@@ -680,6 +690,40 @@ mod tests {
         assert_eq!(offered("How many commits mention the cache?"), ["query"]);
         let words = offered("Which commits did Carol Diaz author about the cache?");
         assert!(words.contains(&"query".to_string()));
+    }
+
+    #[test]
+    fn one_release_named_ends_the_range_unless_the_task_starts_it_there() {
+        let g = |task: &str| {
+            Grammar::JsonSchema(route_schema(&["search_commits"], &named(&values(), task)))
+        };
+        let accepts = |g: &Grammar, call: &str| {
+            g.accepts(&spaced(&serde_json::from_str(call).unwrap()))
+                .unwrap()
+        };
+        let tool = r#"{"tool":"search_commits","args":"#;
+        let shipped = g("Which commit last changed src/cache.rs among those shipped in 1.2.0?");
+        assert!(accepts(
+            &shipped,
+            &format!(r#"{tool}{{"path":"src/cache.rs","until":"1.2.0"}}}}"#)
+        ));
+        assert!(!accepts(
+            &shipped,
+            &format!(r#"{tool}{{"path":"src/cache.rs","since":"1.2.0"}}}}"#)
+        ));
+        assert!(!accepts(
+            &shipped,
+            &format!(r#"{tool}{{"path":"src/cache.rs"}}}}"#)
+        ));
+        let after = g("How many commits changed src/cache.rs after 1.2.0?");
+        assert!(accepts(
+            &after,
+            &format!(r#"{tool}{{"path":"src/cache.rs","since":"1.2.0"}}}}"#)
+        ));
+        assert!(!accepts(
+            &after,
+            &format!(r#"{tool}{{"path":"src/cache.rs","until":"1.2.0"}}}}"#)
+        ));
     }
 
     #[test]
