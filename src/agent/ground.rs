@@ -42,6 +42,8 @@ pub struct Named {
     pub releases: bool,
     /// The task speaks of commits.
     pub commits: bool,
+    /// The task asks how many ("how many", "the number of").
+    pub counts: bool,
     /// The task starts a range at what it names ("after 14.1.1", "on top of 15.0.0"): one
     /// release named without such words is where the range ends ("shipped in 14.1.1").
     pub after: bool,
@@ -469,6 +471,9 @@ pub fn named(values: &FieldValues, task: &str) -> Named {
         series: named_series,
         releases: RELEASE_WORDS.iter().any(|w| says(&task_words, w)),
         commits: says(&task_words, "commit") || says(&task_words, "commits"),
+        counts: ["how many", "number of", "count"]
+            .iter()
+            .any(|w| says(&task_words, w)),
         after: ["after", "since", "on top of", "following"]
             .iter()
             .any(|w| says(&task_words, w)),

@@ -484,6 +484,12 @@ fn route_schema(routed: &[&str], named: &Named) -> Value {
             &["tool", "args"],
         ));
     }
+    // A count is not one item to look up: offered the lookup beside `list_releases`,
+    // Qwen2.5-Coder-0.5B searched for "how many releases of the ignore crate were tagged in
+    // 2026" and answered with a commit.
+    if named.counts && branches.len() > 1 {
+        branches.remove(0);
+    }
     json!({"oneOf": branches})
 }
 
@@ -664,14 +670,16 @@ mod tests {
         assert!(!accepts(no_author));
         let one_end = r#"{"tool":"search_commits","args":{"author":"Carol Diaz","until":"1.3.0"}}"#;
         assert!(!accepts(one_end));
-        assert!(accepts(r#"{"tool":"search"}"#));
+        // A count is not one item to look up.
+        assert!(!accepts(r#"{"tool":"search"}"#));
     }
 
     #[test]
     fn a_count_or_a_last_change_is_not_narrowed_by_words() {
         let offered = |task: &str| -> Vec<String> {
             let schema = route_schema(&["search_commits"], &named(&values(), task));
-            let args = &schema["oneOf"][1]["properties"]["args"]["properties"];
+            let branches = schema["oneOf"].as_array().expect("branches");
+            let args = &branches[branches.len() - 1]["properties"]["args"]["properties"];
             args.as_object()
                 .expect("properties")
                 .keys()
@@ -803,7 +811,7 @@ mod tests {
         assert!(!accepts(&format!(
             r#"{tool}{{"series":"grep","year":"2026"}}}}"#
         )));
-        // Nor are commits, where the task does not speak of them.
+        // Nor are commits, where the task does not speak of them, nor the lookup of one item.
         let both = route_schema(
             &["search_commits", "list_releases"],
             &named(
@@ -817,7 +825,7 @@ mod tests {
             .iter()
             .map(|b| &b["properties"]["tool"]["const"])
             .collect();
-        assert_eq!(tools, [&json!("search"), &json!("list_releases")]);
+        assert_eq!(tools, [&json!("list_releases")]);
         // The first release with a change is looked up, not listed.
         let first = routes("In which release did the --json flag first appear?");
         assert_eq!(first["oneOf"].as_array().expect("branches").len(), 1);
