@@ -29,7 +29,7 @@ pub struct AgentConfig {
     pub field_values: crate::workspace::queries::FieldValues,
     /// After the first search, how many of its leading matches Burrow opens, one at a time,
     /// asking the model whether each answers the task (yes or no under a grammar); the first
-    /// it accepts is the one its answer cites (0: open the best match only, and no check).
+    /// it accepts is the one its answer cites (0: open the best match only, and answer from it).
     /// `None`: what the model's catalogue entry says, else `DEFAULT_CHECK_MATCHES`. Models of
     /// 0.5B and 1.5B answered with whatever Burrow opened; asked, Qwen2.5-Coder-1.5B rejects
     /// some wrong first matches and no right one, while the 0.5B model rejects most of both

@@ -270,7 +270,7 @@ impl Agent<'_> {
     }
 
     /// The item Burrow opened at the last step, if it did: checked next when checks fit
-    /// (`check_due`), else decided on in the model's step (see `StepShape::decide`).
+    /// (`check_due`), else cited by the model's answer.
     pub(super) fn opened_match(state: &RunState) -> Option<&Locator> {
         let [first, .., last] = state.steps.as_slice() else {
             return None;
@@ -281,6 +281,17 @@ impl Agent<'_> {
         } else {
             None
         }
+    }
+
+    /// The match Burrow just opened, when the run checks none (`check_matches` 0): the
+    /// model's next step is the answer that cites it. Going on past it would be the model
+    /// saying no to it, and checks are off for a model whose no is said to right matches as
+    /// often as to wrong ones (Qwen2.5-Coder-0.5B). Free to go on past the right commit, that
+    /// model searched the code with the text it had been shown, to the step limit; in the
+    /// protocols that write a thought first it copied Burrow's steps and opened result after
+    /// result.
+    pub(super) fn answered_unchecked<'s>(&self, state: &'s RunState) -> Option<&'s Locator> {
+        Self::opened_match(state).filter(|_| self.check_matches == 0)
     }
 
     /// The item the model said answers the task, when the last step was that check.

@@ -37,25 +37,22 @@ impl Agent<'_> {
         // The run's last step answers: under the grammar it can be nothing else, so a run
         // that reaches its limit ends with an answer from what it saw, not with none (as
         // smolagents asks the model for one when it runs out of steps).
-        // After a check the model said yes to, the step is its answer, citing that item.
-        let confirmed = Self::confirmed(state).cloned();
+        // After a check the model said yes to, or Burrow's opening of a match in a run that
+        // checks none, the step is its answer, citing that item.
+        let confirmed = Self::confirmed(state)
+            .or_else(|| self.answered_unchecked(state))
+            .cloned();
         let last =
             index + 1 >= state.max_steps || confirmed.is_some() || Self::routed_answer_due(state);
         let allow_final = index + 1 >= self.config.min_steps || last;
-        // After Burrow's unchecked opening of a match, a thought-first protocol's step starts
-        // by deciding on it (see `StepShape::decide`); its final form cites that item.
-        let decide = Self::opened_match(state)
-            .filter(|_| self.config.protocol.decides_late() && allow_final && !last)
-            .map(Locator::cite);
         let quotes = if self.quote_answers {
             state.quotable()
         } else {
             Vec::new()
         };
-        let cites: Vec<String> = match (&confirmed, &decide) {
-            (Some(item), _) => vec![item.cite()],
-            (None, Some(cite)) => vec![cite.clone()],
-            (None, None) => quoted_or_seen(state, quotes.first()),
+        let cites: Vec<String> = match &confirmed {
+            Some(item) => vec![item.cite()],
+            None => quoted_or_seen(state, quotes.first()),
         };
         let made = state.calls_made();
         let openable = state.openable();
@@ -63,13 +60,12 @@ impl Agent<'_> {
             allow_final,
             todo_patch: self.config.protocol.has_plan_field(),
             cites: &cites,
-            must_cite: confirmed.is_some() || decide.is_some(),
+            must_cite: confirmed.is_some(),
             made: &made,
             openable: &openable,
             repos: &self.config.repos,
             quotes: &quotes,
             verdict: !quotes.is_empty() && super::ground::asks_yes_or_no(&state.task),
-            decide: decide.as_deref(),
             answer_chars: match self.model.descriptor().context_length {
                 0 => None,
                 window => Some(answer_room(

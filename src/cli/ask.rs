@@ -46,7 +46,7 @@ pub struct AskArgs {
     #[arg(long)]
     pub no_route: bool,
     /// How many of the first search's leading matches Burrow opens one by one, asking the
-    /// model whether each answers the task (0: open the best match only, with no check;
+    /// model whether each answers the task (0: open the best match only and answer from it;
     /// default: what the model's catalogue entry says, else 3).
     #[arg(long, value_name = "N")]
     pub check_matches: Option<usize>,

@@ -664,15 +664,15 @@ fn observations_carry_plain_line_ends() {
     assert!(!requests[0].prompt.contains('\r'));
 }
 
-/// Issue 22: after Burrow opened the best match (no checks: Qwen2.5-Coder-0.5B's catalogue
-/// entry), that model copied Burrow's own step in every protocol but json-typed (in json-action
-/// `{"thought": "Then I open the best match…", "action": get_issue #106}`) and opened result
-/// after result until the step limit, never answering. Its next step now starts by deciding
-/// on the opened item: "Does X answer the task? Yes" leads only to the answer citing X, "No"
-/// only to a call.
+/// Where the run checks no matches (Qwen2.5-Coder-0.5B's catalogue entry: its no is said to
+/// right matches as often as to wrong ones), the model's step after Burrow opens the best match
+/// is its answer, citing that match, in every protocol: going on would be that no. Free to go
+/// on, that model copied Burrow's steps and opened result after result (json-action,
+/// json-finish, text), or searched with the text it had been shown, to the step limit.
 #[test]
-fn after_an_unchecked_opening_the_model_decides_on_the_item_first() {
+fn a_run_that_checks_no_matches_answers_from_the_match_burrow_opened() {
     for p in [
+        Protocol::JsonTyped,
         Protocol::JsonAction,
         Protocol::JsonFinish,
         Protocol::Text,
@@ -681,17 +681,12 @@ fn after_an_unchecked_opening_the_model_decides_on_the_item_first() {
         let mut tools = ToolRegistry::new();
         tools.register(Search::default()).unwrap();
         tools.register(GetIssue::default()).unwrap();
-        let yes = "Does acme/app#918 answer the task? Yes, it reports the crash.";
-        let answer = p.write_final(yes, &["acme/app#918"], "#918");
-        let answer = match p {
-            // tool-calls writes its thought before the call, as the template keeps it.
-            Protocol::ToolCalls => format!("{yes}\n{answer}"),
-            _ => answer,
-        };
+        let answer = p.write_final("It reports the crash.", &["acme/app#918"], "#918");
         let model = FakeModel::new([FakeTurn::text(&answer)]);
         let agent = unchecked_agent(&model, &tools, p);
         let (outcome, _) = run(&agent, "Which issue reports the wallet crash?");
         assert_eq!(outcome.status, RunStatus::Succeeded, "{outcome:?}");
+        assert_eq!(outcome.steps.len(), 3);
         assert_eq!(
             outcome.steps[2].citations,
             [Locator::issue_or_pr("acme/app", 918, false)]
@@ -702,26 +697,20 @@ fn after_an_unchecked_opening_the_model_decides_on_the_item_first() {
             _ => Grammar::JsonSchema(serde_json::from_str(&text).unwrap()),
         };
         assert!(g.accepts(&answer).unwrap(), "{}: {answer}", p.as_str());
-        let search = |thought: &str| {
-            let action = burrow::agent::protocol::Action {
-                tool: "search".into(),
-                args: json!({"query": "wallet close"})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            };
-            match p {
-                Protocol::ToolCalls => format!("{thought}\n{}", p.write_call(thought, &action)),
-                _ => p.write_call(thought, &action),
-            }
+        let action = burrow::agent::protocol::Action {
+            tool: "search".into(),
+            args: json!({"query": "wallet close"})
+                .as_object()
+                .unwrap()
+                .clone(),
         };
-        let no = "Does acme/app#918 answer the task? No, it is another crash.";
-        assert!(g.accepts(&search(no)).unwrap(), "{}", p.as_str());
         for bad in [
-            // Burrow's own thought, copied, with another call: what the model did.
-            search("Then I open the best match to check it against the task."),
-            search(yes),
-            p.write_final(no, &["acme/app#918"], "#918"),
+            p.write_call("It is another crash.", &action),
+            p.write_call(
+                "Then I open the best match to check it against the task.",
+                &action,
+            ),
+            p.write_final("It reports the crash.", &[], "#918"),
         ] {
             assert!(!g.accepts(&bad).unwrap(), "{}: {bad}", p.as_str());
         }

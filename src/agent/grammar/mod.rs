@@ -32,7 +32,7 @@ pub struct StepShape<'a> {
     /// `Locator::cite`). A model can still be wrong, but it cannot cite what it never saw.
     pub cites: &'a [String],
     /// A final answer cites at least one of `cites`: the item the model said answers the
-    /// task, after a check.
+    /// task, after a check, or the one Burrow opened where the run checks none.
     pub must_cite: bool,
     /// The calls the run made: the step cannot make one of them again.
     pub made: &'a [Action],
@@ -40,13 +40,6 @@ pub struct StepShape<'a> {
     pub openable: &'a [Locator],
     /// What a `repo` argument may name (empty: anything; see `AgentConfig::repos`).
     pub repos: &'a [String],
-    /// The item Burrow just opened without a check, in a protocol whose step starts with a
-    /// thought: the thought starts by deciding whether it answers the task (`Does X answer
-    /// the task? Yes` leads to the final form, citing it; `No` to a call). Without it
-    /// Qwen2.5-Coder-0.5B copied Burrow's own steps (thought and call) and opened result after
-    /// result to the step limit in json-action, json-finish and text (issue 22), while in
-    /// json-typed, whose `type` comes first, it answered.
-    pub decide: Option<&'a str>,
     /// The longest final answer, in characters (None: `ANSWER_CHARS`): less when the context
     /// window has little room left (see `answer_room`).
     pub answer_chars: Option<u64>,
@@ -57,11 +50,6 @@ pub struct StepShape<'a> {
     pub quotes: &'a [String],
     /// The task asks a yes-or-no question: a quoting answer starts with "Yes." or "No.".
     pub verdict: bool,
-}
-
-/// The question a deciding thought starts with (see `StepShape::decide`).
-pub fn decide_question(cite: &str) -> String {
-    format!("Does {cite} answer the task? ")
 }
 
 /// A regular expression matching `s` literally.
@@ -101,7 +89,7 @@ pub fn step_grammar(
         Protocol::JsonAction => Grammar::JsonSchema(json_action(tools, shape)),
         Protocol::JsonFinish => Grammar::JsonSchema(json_finish(tools, shape)),
         Protocol::Text => Grammar::Lark(text(tools, shape)?),
-        Protocol::ToolCalls => Grammar::Lark(tool_calls(&with_citations(tools, shape), shape)?),
+        Protocol::ToolCalls => Grammar::Lark(tool_calls(&with_citations(tools, shape))?),
     };
     Ok(grammar)
 }
@@ -240,26 +228,13 @@ pub const CITATIONS: u64 = 3;
 /// a thought may take with the opened issue's body, 2.4 s of a 13 s lookup.
 const QUOTING_THOUGHT_CHARS: u64 = 160;
 
-/// The thought of a step's form: `string()`, or when the step decides (see
-/// `StepShape::decide`) the decision that leads to this form, `Yes` for the final answer.
+/// The thought of a step's form: `string()`, shorter before a quoting answer.
 fn thought(shape: &StepShape<'_>, answers: bool) -> Value {
-    let chars = if answers && !shape.quotes.is_empty() {
+    bounded_thought(if answers && !shape.quotes.is_empty() {
         QUOTING_THOUGHT_CHARS
     } else {
         THOUGHT_CHARS
-    };
-    match shape.decide {
-        None => bounded_thought(chars),
-        Some(cite) => json!({
-            "type": "string",
-            "pattern": format!(
-                "^{}{}[^\\n]{{0,{}}}$",
-                regex_literal(&decide_question(cite)),
-                if answers { "Yes" } else { "No" },
-                chars - 1
-            ),
-        }),
-    }
+    })
 }
 
 /// A thought: one bounded line that starts with a letter or a digit. Small models otherwise

@@ -75,13 +75,6 @@ impl Protocol {
         self == Protocol::JsonTyped
     }
 
-    /// What a step is (a call or the answer) is not the first thing written: a thought
-    /// comes first (json-action, json-finish, text), or the call's name with no thought
-    /// (tool-calls). `json-typed` writes its `type` first.
-    pub fn decides_late(self) -> bool {
-        self != Protocol::JsonTyped
-    }
-
     /// The final answer is a call of the `final_answer` tool, not a form of the step.
     pub fn answers_with_tool(self) -> bool {
         self == Protocol::ToolCalls
