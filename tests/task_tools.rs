@@ -428,6 +428,57 @@ fn a_name_is_found_where_it_is_defined_and_where_it_is_used() {
     assert!(f.tools.call("find_symbol", json!({"name": "a b"})).is_err());
 }
 
+/// A question about a default asks where a field is given its value: a literal in a `Default`
+/// impl, which no definer names, before a test's literal; a builder's method of the same name
+/// is where the name is defined.
+#[test]
+fn a_fields_literal_value_is_where_its_default_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("lib");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::create_dir_all(repo.join("tests")).unwrap();
+    std::fs::write(
+        repo.join("tests/limits.rs"),
+        "fn small() -> Config {\n    Config {\n        size_limit: 1,\n    }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("src/config.rs"),
+        "pub struct Config {\n    size_limit: usize,\n}\n\nimpl Default for Config {\n    \
+         fn default() -> Config {\n        Config {\n            size_limit: 10 * (1 << 20), \
+         // 10 MB\n        }\n    }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("src/builder.rs"),
+        "impl Builder {\n    pub fn size_limit(&mut self, limit: usize) -> &mut Builder {\n        \
+         self.config.size_limit = limit;\n        self\n    }\n}\n",
+    )
+    .unwrap();
+    let ws = Arc::new(Workspace::open_at(&dir.path().join("home/workspace.db")).unwrap());
+    ws.add_repo(&repo, None).unwrap();
+    ws.index_repo("lib", &mut |_| {}).unwrap();
+    let tools = all_tools(ws).unwrap();
+    let out = tools
+        .call("find_symbol", json!({"name": "size_limit"}))
+        .unwrap()
+        .text;
+    assert!(
+        out.starts_with(
+            "`size_limit` is set to `10 * (1 << 20)` in lib:src/config.rs (line 8); defined in \
+             lib:src/builder.rs (line 2).\n\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "`size_limit` is given a value in:\n  lib:src/config.rs:8: size_limit: 10 * (1 << 20), \
+             // 10 MB\n  lib:tests/limits.rs:3: size_limit: 1,\n"
+        ),
+        "{out}"
+    );
+}
+
 #[test]
 fn the_workspaces_field_values_are_what_it_holds() {
     let f = fixture();

@@ -1,4 +1,5 @@
-//! `find_symbol`: where a name (a function, type, constant) is defined, and which files use it.
+//! `find_symbol`: where a name (a function, type, constant) is defined, where a field of that
+//! name is given a literal value, and which files use it.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -14,8 +15,11 @@ use crate::workspace::Workspace;
 const MAX_LINES: usize = 400;
 /// Files using the name listed at most.
 const MAX_FILES: usize = 12;
+/// Lines that give the name a value listed at most.
+const MAX_SET: usize = 5;
 
-/// Find where a name of code is defined, and the files that use it.
+/// Find where a name of code is defined, where a field of that name is given a value (a
+/// default), and the files that use it.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct FindSymbolInput {
     /// The name as the code writes it.
@@ -97,6 +101,10 @@ impl Tool for FindSymbol {
         } else {
             strong
         };
+        let set = grep(set_pattern(&name))?;
+        // A value set outside the tests first: a test's literal is not the default.
+        let mut set: Vec<&GrepHit> = set.hits.iter().collect();
+        set.sort_by_key(|h| is_test_path(&h.path));
         let used = grep(format!(r"\b{name}\b"))?;
         let mut files: Vec<(String, String, Vec<&GrepHit>)> = Vec::new();
         for h in &used.hits {
@@ -135,7 +143,26 @@ impl Tool for FindSymbol {
         let first_user = files
             .iter()
             .find(|(r, p, _)| !defining.contains(&(r.as_str(), p.as_str())));
-        if let Some(d) = definitions.first() {
+        // A field given a literal value (a `Default` impl's `size_limit: 100 * (1 << 20),`) is
+        // what a question about a default asks: where no definer names a field, and where a
+        // builder's method of the same name is what defines it, the value was in no line shown.
+        if let Some(v) = set.first() {
+            let _ = write!(
+                out,
+                "`{name}` is set to `{}` in {}:{} (line {})",
+                set_value(&v.text, &name),
+                v.repo,
+                v.path,
+                v.line
+            );
+            match definitions.first() {
+                Some(d) => {
+                    let _ = writeln!(out, "; defined in {}:{} (line {}).", d.repo, d.path, d.line);
+                }
+                None => out.push_str(".\n"),
+            }
+            out.push('\n');
+        } else if let Some(d) = definitions.first() {
             // With the defining line (a constant's value, a function's signature): an answer
             // quotes the first line whole, and Qwen2.5-Coder-0.5B quoted no second one.
             let _ = write!(
@@ -163,6 +190,12 @@ impl Tool for FindSymbol {
                 let _ = writeln!(out, "  {}:{}:{}: {}", d.repo, d.path, d.line, clip(&d.text));
             }
         }
+        if !set.is_empty() {
+            let _ = writeln!(out, "`{name}` is given a value in:");
+            for v in set.iter().take(MAX_SET) {
+                let _ = writeln!(out, "  {}:{}:{}: {}", v.repo, v.path, v.line, clip(&v.text));
+            }
+        }
         if files.is_empty() {
             let _ = writeln!(out, "No other line uses `{name}`.");
         } else {
@@ -186,22 +219,46 @@ impl Tool for FindSymbol {
                 let _ = writeln!(out, "  and {} more files", files.len() - MAX_FILES);
             }
         }
-        let items = definitions
-            .iter()
-            .map(|d| Locator::file(&d.repo, &d.path, usize::try_from(d.line).ok()))
-            .chain(
-                files
-                    .iter()
-                    .take(MAX_FILES)
-                    .map(|(r, p, lines)| Locator::file(r, p, usize::try_from(lines[0].line).ok())),
-            )
-            .collect::<Vec<_>>();
+        let items =
+            set.iter()
+                .take(1)
+                .chain(definitions.iter())
+                .map(|d| Locator::file(&d.repo, &d.path, usize::try_from(d.line).ok()))
+                .chain(
+                    files.iter().take(MAX_FILES).map(|(r, p, lines)| {
+                        Locator::file(r, p, usize::try_from(lines[0].line).ok())
+                    }),
+                )
+                .collect::<Vec<_>>();
         let data = serde_json::json!({
             "definitions": definitions,
             "uses": files.iter().map(|(r, p, l)| serde_json::json!({"repo": r, "path": p, "lines": l.len()})).collect::<Vec<_>>(),
         });
         Ok(ToolOutput::new(out, &data).with_items(items))
     }
+}
+
+/// A line that gives a field `name` a literal value in a struct's literal: a number, a
+/// boolean, a string or character, or `Some` of one (`size_limit: 100 * (1 << 20),`,
+/// `require_git: true,`). Not a field's declaration (`size_limit: usize,`), nor a value taken
+/// from elsewhere (`size_limit: self.size_limit,`).
+fn set_pattern(name: &str) -> String {
+    let literal = r#"(-?[0-9]|true\b|false\b|"|b"|')"#;
+    format!(r"^\s*{name}\s*:\s*({literal}|Some\(\s*{literal})")
+}
+
+/// The value of a line `set_pattern` found: what follows `name:`, without the line's comma
+/// and comment.
+fn set_value(line: &str, name: &str) -> String {
+    let after = line.trim_start().strip_prefix(name).unwrap_or(line);
+    let value = after.trim_start().trim_start_matches(':').trim();
+    let value = value.split(" //").next().unwrap_or(value).trim_end();
+    clip(value.strip_suffix(',').unwrap_or(value))
+}
+
+fn is_test_path(path: &str) -> bool {
+    path.split('/')
+        .any(|part| part == "tests" || part == "test" || part.ends_with("_test.rs"))
 }
 
 fn is_local(line: &str, name: &str) -> bool {
@@ -226,7 +283,33 @@ fn clip(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::is_local;
+    use super::{is_local, set_pattern, set_value};
+
+    #[test]
+    fn a_field_given_a_literal_is_a_value_set_and_a_declaration_is_not() {
+        let re = regex::Regex::new(&set_pattern("size_limit")).unwrap();
+        for set in [
+            "            size_limit: 100 * (1 << 20),",
+            "size_limit: Some(10),",
+            "  size_limit: true,",
+            "  size_limit: \"ten\",",
+        ] {
+            assert!(re.is_match(set), "{set}");
+        }
+        for not in [
+            "    size_limit: usize,",
+            "    pub size_limit: Option<usize>,",
+            "    size_limit: self.size_limit,",
+            "    dfa_size_limit: 10,",
+            "    let size_limit = 10;",
+        ] {
+            assert!(!re.is_match(not), "{not}");
+        }
+        assert_eq!(
+            set_value("    size_limit: 100 * (1 << 20), // 100 MB", "size_limit"),
+            "100 * (1 << 20)"
+        );
+    }
 
     #[test]
     fn a_let_binding_is_a_local_not_a_definition() {
