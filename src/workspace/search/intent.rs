@@ -34,8 +34,9 @@ const WHERE_NOW: [&str; 8] = ["is", "are", "does", "do", "can", "should", "would
 
 /// The kinds of item a question asks for: the noun right after "which", "what" or "is there"
 /// (past an article and one adjective: "which merged pull request"), and a second one joined
-/// by "or" ("an issue or pull request"); else the noun of "the commit that …" ("the file
-/// where …"); else what "where is … documented" or "where is … implemented" asks for.
+/// by "or" ("an issue or pull request"); else the noun an imperative names ("point to the
+/// file"); else the noun of "the commit that …" ("the file where …"); else what "where is …
+/// documented" or "where is … implemented" asks for.
 pub fn asked_kinds(task: &str) -> Vec<Kind> {
     const KINDS: [(&[&str], Kind); 5] = [
         (&["issue", "issues", "bug report", "report"], Kind::Issue),
@@ -118,6 +119,20 @@ pub fn asked_kinds(task: &str) -> Vec<Kind> {
                 }
             }
             return kinds;
+        }
+    }
+    // "Point to the file.", "Name the file.": the noun an imperative asks for, after its
+    // article (the task that checks a document against the code asks for the file so).
+    for (i, w) in words.iter().enumerate() {
+        let after = match (*w, words.get(i + 1)) {
+            ("point", Some(&"to")) => i + 2,
+            ("name" | "give" | "cite", _) => i + 1,
+            _ => continue,
+        };
+        if words.get(after) == Some(&"the") {
+            if let Some((kind, _)) = kind_at(after) {
+                return vec![kind];
+            }
         }
     }
     // "the commit that …": the article is needed (a bare "commit that" is a verb).
@@ -250,6 +265,21 @@ mod tests {
         assert!(kinds("commit that change after review").is_empty());
         assert!(kinds("Where did it go? It was described in #12").is_empty());
         assert!(kinds("where does the walker skip hidden files").is_empty());
+    }
+
+    /// A task that checks a document against the code ends "Point to the file." or "Name
+    /// the file.": it asks for code, not for the commit or document whose words match the claim.
+    #[test]
+    fn an_imperative_asks_for_the_kind_it_names() {
+        let kinds = |t: &str| -> Vec<&str> { asked_kinds(t).iter().map(|k| k.as_str()).collect() };
+        assert_eq!(
+            kinds("GUIDE.md says it reads no config file. Does the code agree? Point to the file."),
+            ["code"]
+        );
+        assert_eq!(kinds("Does the code agree? Name the file."), ["code"]);
+        assert_eq!(kinds("Give the commit, and who made it."), ["commit"]);
+        // A noun, not a verb; an imperative of no kind.
+        assert!(kinds("The file name is the same. Give the reason.").is_empty());
     }
 
     /// Issue 18: "Where is the list of named presets for clickable result links" ranked the
