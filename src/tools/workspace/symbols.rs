@@ -187,13 +187,13 @@ impl Tool for FindSymbol {
         } else {
             let _ = writeln!(out, "`{name}` is defined in:");
             for d in &definitions {
-                let _ = writeln!(out, "  {}:{}:{}: {}", d.repo, d.path, d.line, clip(&d.text));
+                let _ = writeln!(out, "  {}", listed(d));
             }
         }
         if !set.is_empty() {
             let _ = writeln!(out, "`{name}` is given a value in:");
             for v in set.iter().take(MAX_SET) {
-                let _ = writeln!(out, "  {}:{}:{}: {}", v.repo, v.path, v.line, clip(&v.text));
+                let _ = writeln!(out, "  {}", listed(v));
             }
         }
         if files.is_empty() {
@@ -259,6 +259,11 @@ fn set_value(line: &str, name: &str) -> String {
 fn is_test_path(path: &str) -> bool {
     path.split('/')
         .any(|part| part == "tests" || part == "test" || part.ends_with("_test.rs"))
+}
+
+/// A found line as the lists show it: `repo:path:line: text`.
+fn listed(h: &GrepHit) -> String {
+    format!("{}:{}:{}: {}", h.repo, h.path, h.line, clip(&h.text))
 }
 
 fn is_local(line: &str, name: &str) -> bool {
